@@ -588,6 +588,40 @@ def test_optimize_refuses_a_curve_for_another_drafter():
         D.optimize(point_mass_draws(), curve_of(), hardware="b300", engine="sglang", block=8)
 
 
+def test_optimize_of_another_method_without_block_names_its_measured_shape(tmp_path):
+    """`optimize --method eagle3` (no --block) on 8 x RTX PRO 6000 with vLLM was refused as
+    "describes ddtree block 16, not eagle3 block 16": block 16 is the ddtree curve's, which
+    EAGLE-3 never ran. The refusal names what the fit measured of the method there instead:
+    the bundled rows 9 and 10 are EAGLE-3 block (depth) 3, budget 3 (M = 4). With an
+    acceptance file the rows were looked up at block 16 too ("has no eagle3 rows with block
+    16"): the same refusal. A --block given is named as before."""
+    draws = two_system_draws()
+    with pytest.raises(QueryError) as err:
+        D.optimize(draws, curve_of(), hardware="rtx-pro-6000", engine="vllm", method="eagle3")
+    assert str(err.value) == (
+        "the acceptance curve in curve.toml describes ddtree block 16, not eagle3, whose "
+        "block is its draft depth (measured on rtx-pro-6000x8 with vllm: block 3, budget 3) "
+        "(fix: pass --block with the depth to compare budgets at, e.g. --block 3, and "
+        "--acceptance-file with measured acceptances of this drafter, or edit "
+        "[acceptance_curve] (method, block and its priors) in the priors file for it, and "
+        "pass it with --priors)")
+    acc = tmp_path / "acc.csv"
+    acc.write_text("model,method,block,budget,accept_len\nm,eagle3,3,3,2.0\n")
+    with pytest.raises(QueryError, match=r"not eagle3, whose block .*e\.g\. --block 3"):
+        D.optimize(draws, curve_of(), hardware="rtx-pro-6000", engine="vllm", method="eagle3",
+                   acceptance_file=str(acc))
+    # never measured on b300x8: nothing to name but what its block is
+    with pytest.raises(QueryError) as err:
+        D.optimize(draws, curve_of(), hardware="b300", engine="sglang", method="eagle3")
+    assert str(err.value).startswith(
+        "the acceptance curve in curve.toml describes ddtree block 16, not eagle3, whose block "
+        "is its draft depth (not measured on b300x8 with sglang) (fix: pass --block with the "
+        "depth to compare budgets at, and --acceptance-file")
+    with pytest.raises(QueryError, match="describes ddtree block 16, not eagle3 block 3 "):
+        D.optimize(draws, curve_of(), hardware="rtx-pro-6000", engine="vllm", method="eagle3",
+                   block=3)
+
+
 def test_an_acceptance_file_of_another_block_updates_the_curve(tmp_path):
     """`optimize --block 8 --acceptance-file F` was refused because the priors' curve is
     block 16, though F's block-8 rows are what the answer rests on (as a file of another

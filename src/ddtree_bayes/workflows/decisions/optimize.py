@@ -207,6 +207,46 @@ def parse_budgets(text: str | None) -> tuple[int, ...]:
     return tuple(values)
 
 
+def _block_meaning(draws: Fit, method: str) -> str:
+    """What a block is to ``method`` (its ``[methods]`` depth): its draft depth ("block"),
+    the depth and the anchor ("block - 1"), else the drafter's block."""
+    from ddtree_bayes.core.methods import method_spec
+
+    spec = method_spec(method, draws.methods)
+    depth = None if spec is None else spec.depth
+    return {"block": "its draft depth",
+            "block - 1": "its draft depth + 1 (position 0 is the anchor)"}.get(
+        depth or "", "its drafter's block")
+
+
+def other_method_refusal(draws: Fit, curve: AcceptanceCurve, method: str, hardware: str,
+                         gpus: int | None, engine: str, model: str | None, with_file: bool
+                         ) -> QueryError:
+    """The refusal of ``optimize --method M`` without ``--block`` for a method other than the
+    curve's: what a block is to M and the blocks and budgets the fit measured of M on the
+    system with the engine (the curve's block is its own method's, never M's)."""
+    rows = [r for r in draws.measurements.rows
+            if r.hardware == hardware and (gpus is None or r.gpus == gpus)
+            and (model is None or r.model == model)]
+    systems = sorted({r.system for r in rows}) or [
+        hardware if gpus is None else f"{hardware}x{gpus}"]
+    shapes = sorted({(r.block or 0, r.budget or 0) for r in rows
+                     if r.engine == engine and r.method == method})
+    said = "; ".join(", ".join(part for part in (
+        f"block {b}" if b else "", f"budget {n}" if n else "") if part) for b, n in shapes)
+    where = f"on {', '.join(systems)} with {engine}"
+    measured = f"measured {where}: {said}" if shapes else f"not measured {where}"
+    example = f", e.g. --block {shapes[0][0]}" if shapes and shapes[0][0] else ""
+    then = (": the file's rows of that block are used" if with_file else
+            ", and --acceptance-file with measured acceptances of this drafter, or edit "
+            "[acceptance_curve] (method, block and its priors) in the priors file for it, and "
+            "pass it with --priors")
+    return QueryError(f"the acceptance curve in {curve.path} describes {curve.method} block "
+                      f"{curve.block}, not {method}, whose block is "
+                      f"{_block_meaning(draws, method)} ({measured})",
+                      fix=f"pass --block with the depth to compare budgets at{example}{then}")
+
+
 def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
              gpus: int | None = None, engine: str | None = None, method: str | None = None,
              block: int | None = None, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
@@ -259,6 +299,11 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         engine = engine or d.engines[0]
     if "," in engine:
         raise QueryError("optimize compares budgets for one engine", fix="give one --engine")
+    if block is None and method is not None and method != curve.method:
+        # (the curve's block is its own method's: another method's block is not implied by it;
+        # "not eagle3 block 16" named a block EAGLE-3 never ran)
+        raise other_method_refusal(draws, curve, method, hardware, gpus, engine, model,
+                                   acceptance_file is not None)
     method, block = method or curve.method, block or curve.block
     # another drafter's curve: its priors alone would be another drafter's acceptances, but
     # updated with an acceptance file's rows of this method and block they are a prior only
