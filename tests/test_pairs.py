@@ -220,6 +220,29 @@ def test_cli_unknown_model_names_the_closest(multi_dir):
     assert "did you mean qwen3-8b" in err
 
 
+def test_a_hugging_face_repo_id_is_told_its_cards_name(multi_dir):
+    """`--model meta-llama/Llama-3.1-8B-Instruct`, the model's Hugging Face repo id, was told
+    to write 'meta-llama-llama-3.1-8b-instruct', a slug no card has, though the fit stores
+    the card 'llama-3.1-8b-instruct': the repo id's last part, case aside (the rule add
+    --from-bench matches a file's model to a card by, core/bench_import/identity.py). The
+    fix now names the card; a name that only needs lowercasing is told so as before, and an
+    id no card matches keeps the slug."""
+    code, out, err = run_cli(multi_dir, "predict", "--model", "meta-llama/Llama-3.1-8B-Instruct",
+                             "--hardware", "h100", "--accept", "1", "--method", "ar")
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: --model 'meta-llama/Llama-3.1-8B-Instruct' is not a "
+                   "name (lowercase letters, digits and . _ + -) (fix: write its card's name: "
+                   "'llama-3.1-8b-instruct')\n")
+    code, out, err = run_cli(multi_dir, "track", "add", "--name", "llama", "--model",
+                             "meta-llama/Llama-3.1-8B-Instruct", "--hardware", "h100")
+    assert (code, out) == (2, "")
+    assert err.endswith("(fix: write its card's name: 'llama-3.1-8b-instruct')\n"), err
+    code, out, err = run_cli(multi_dir, "predict", "--model", "someone/Other-Model-7B")
+    assert err == ("ddtree-bayes: error: --model 'someone/Other-Model-7B' is not a name "
+                   "(lowercase letters, digits and . _ + -) (fix: write it with those only, "
+                   "e.g. 'someone-other-model-7b')\n")
+
+
 def test_cli_model_carded_after_the_fit_says_so(multi_dir):
     """`card add` of a new model after a fit of several: predict said the model was "never
     measured, nor given a model card ... did you mean ..." although data/models.csv has it."""

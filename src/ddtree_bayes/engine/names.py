@@ -157,6 +157,39 @@ def card_here(name: str) -> str | None:
     return shown(path) if own_data_file("models.csv") else "the bundled models.csv"
 
 
+def cards_here() -> set[str]:
+    """The names of the model cards here (the working directory's ``data/models.csv``, else
+    the bundled cards); none when they cannot be read."""
+    from ddtree_bayes.core.paths import data_file
+
+    try:
+        return _column(data_file("models.csv").read_text(encoding="utf-8"), "model")
+    except (OSError, UnicodeDecodeError):
+        return set()
+
+
+def not_a_model_name(value: str, known: set[str] | frozenset[str] = frozenset()
+                     ) -> tuple[str, str]:
+    """(problem, fix) of a ``--model`` that is no name (:func:`~ddtree_bayes.core.data.
+    not_a_name`): a Hugging Face repo id or a file path whose last part is, case aside, a
+    card's name among ``known`` (a fit's models) or the cards here (the rule ``add
+    --from-bench`` matches a file's model by, core/bench_import/identity.py) is told that card,
+    not a slug no card has; a name that only needs lowercasing is told so.
+
+    >>> not_a_model_name("meta-llama/Llama-3.1-8B-Instruct", {"llama-3.1-8b-instruct"})[1]
+    "write its card's name: 'llama-3.1-8b-instruct'"
+    """
+    from ddtree_bayes.core.bench_import.identity import match_card
+    from ddtree_bayes.core.data import NAME_RE, not_a_name
+
+    problem, fix = not_a_name(value)
+    if not NAME_RE.fullmatch(value.lower()):
+        card = match_card(value, sorted({*known, *cards_here()}))
+        if card is not None:
+            fix = f"write its card's name: {card!r}"
+    return problem, fix
+
+
 def unknown_model_error(draws: Fit, u: UnknownName) -> tuple[str, str]:
     """The line and the fix for a ``--model`` the fit never measured nor stored a card of
     (``u``): what is true of it. A model with a card here is predicted only by a fit of

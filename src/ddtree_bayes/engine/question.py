@@ -436,7 +436,8 @@ def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "
                         *(("--engine", e) for e in flags.engines or ()),
                         ("--method", flags.method)):
         if value is not None and not NAME_RE.fullmatch(value):
-            problem, fix = not_a_name(value)
+            problem, fix = (N.not_a_model_name(value, N.known_names(fit)["model"])
+                            if flag == "--model" else not_a_name(value))
             raise QueryError(f"{prefix}{flag} {problem}", fix=fix)
     if flags.method is not None:   # (refused before the warnings of a question answered)
         from ddtree_bayes.engine.structure import check_declared

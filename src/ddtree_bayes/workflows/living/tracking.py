@@ -134,7 +134,9 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
     if q["model"] is not None and not NAME_RE.fullmatch(q["model"]):
         # (a model is a card's name, as the data's model column takes it: 'Kimi-K2.6' was
         # saved, and no fit could ever answer it)
-        problem, fix = not_a_name(q["model"])
+        from ddtree_bayes.engine.names import not_a_model_name
+
+        problem, fix = not_a_model_name(q["model"])
         raise QueryError(f"--model {problem}", fix=fix)
     if q["accept"] is not None:
         P.parse_accept(str(q["accept"]))
