@@ -275,6 +275,35 @@ def test_simulate_cli_writes_a_fittable_file(tmp_path, capsys, monkeypatch):
     assert abs(math.log(first.tok_s * t["step_ar_ms"]["rtx-5090x1"] / 1000)) < 4 * t["noise_sd"]
 
 
+def test_simulate_reads_the_context_unit_the_fit_reads(tmp_path, capsys, monkeypatch):
+    """simulate priced the context term per 65536 tokens whatever [model]
+    context_unit_tokens the working directory's priors give, which fit, validate and the
+    baseline read: a truth's ctx_ms_per_unit was then per another unit than the one the fit
+    recovers it in. By hand (noise 0): AR on one RTX 5090, step_ar 9 ms, 2 ms per unit, at
+    context 32768: 9 + 2 x 32768 / 65536 = 10 ms, 100 tok/s at the bundled unit; at a unit of
+    32768 tokens 9 + 2 x 1 = 11 ms, 1000 / 11 = 90.91 tok/s."""
+    monkeypatch.chdir(tmp_path)
+    truth = tmp_path / "truth.toml"
+    truth.write_text('model = "dense-8b"\nctx_verify_exponent = 0.5\nnoise_sd = 0.0\n'
+                     '[systems."rtx-5090x1"]\nstep_ar_ms = 9.0\nmoe_share = 0.5\n'
+                     'moe_shape = 0.25\nctx_ms_per_unit = 2.0\n')
+    design = tmp_path / "design.csv"
+    design.write_text("hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+                      "rtx-5090,1,vllm,ar,,,1,32768\n")
+
+    def tok_s() -> str:
+        assert cli.main(["simulate", "--truth", str(truth), "--design", str(design)]) == 0
+        return capsys.readouterr().out.splitlines()[1].split(",")[10]
+
+    assert tok_s() == "100"
+    (tmp_path / "models").mkdir()
+    text = bundled("priors.toml").read_text()
+    assert "context_unit_tokens = 65536" in text
+    (tmp_path / "models" / "priors.toml").write_text(
+        text.replace("context_unit_tokens = 65536", "context_unit_tokens = 32768"))
+    assert tok_s() == "90.91"
+
+
 def test_validate_cli_rejects_bad_arguments(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["validate", "--jobs", "0"]) == 2

@@ -31,7 +31,7 @@ def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: 
     """A measurement CSV (text) for ``design`` rows under known parameters ``truth``.
 
     ``truth`` holds per-system dicts ``step_ar_ms``, ``moe_share``, ``moe_shape``,
-    ``ctx_ms_per_unit`` (keyed by system label, e.g. ``b300x8``), a global
+    ``ctx_ms_per_unit`` (per ``context_unit_tokens``, keyed by system label, e.g. ``b300x8``), a global
     ``ctx_verify_exponent`` and ``noise_sd``, ``overhead_frac`` keyed by group label
     (``system/engine/method``). Each design row gives hardware, gpus, engine, method, block,
     budget, accept_len and context_tokens; tok/s gets lognormal noise ``noise_sd``.
@@ -269,9 +269,18 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
     return rows
 
 
-def simulate_from_files(truth_path: str | Path, design_path: str | Path, *, seed: int) -> str:
-    """``ddtree-bayes simulate``: a measurement CSV for DESIGN.csv under PARAMS.toml."""
+def simulate_from_files(truth_path: str | Path, design_path: str | Path, *, seed: int,
+                        priors: str | Path | None = None,
+                        workdir: str | Path | None = None) -> str:
+    """``ddtree-bayes simulate``: a measurement CSV for DESIGN.csv under PARAMS.toml. The
+    context term is priced per the ``[model] context_unit_tokens`` of ``priors`` (default: the
+    priors file ``fit`` reads in ``workdir``, models/priors.toml or the bundled one), read as
+    ``fit`` reads it, so a truth's ``ctx_ms_per_unit`` is per the unit the fit recovers."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.config import load_priors
+
     truth = load_truth(truth_path)
     design = load_design(design_path, truth)
+    unit = load_priors(priors or paths.priors_file(workdir)).context_unit_tokens
     return simulate_measurements(truth, design, seed=seed, model=truth["model"],
-                                 moe_form=truth["moe_form"])
+                                 context_unit_tokens=unit, moe_form=truth["moe_form"])
