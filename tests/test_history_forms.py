@@ -52,3 +52,32 @@ def test_history_says_nothing_of_the_form_when_all_fits_share_it(monkeypatch, tm
     assert {r["form"] for r in rows} == {"roofline/structured"}
     assert not any("form" in ln for ln in lines)
     assert lines[-1].rstrip().endswith("latest")
+
+
+def test_history_says_which_file_is_a_copy_of_another_fit(tmp_path):
+    """A fit file copied under another name (`cp models/fits/<id>.nc models/fits/backup.nc`)
+    was listed twice under its inner id, the two rows alike in every column: nothing said
+    which was the copy, nor that `--fit backup` reads it. Each file is still one row (the
+    JSON's path names it); a file whose name is not its id says so in its notes, a copy of
+    another listed file's id as a copy."""
+    import shutil
+
+    from test_cli_support import FIT_ID, make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    fits = work / "models" / "fits"
+    shutil.copy(fits / f"{FIT_ID}.nc", fits / "backup.nc")
+    code, out, err = run_cli(work, "history")
+    assert code == 0, err
+    rows = [ln for ln in out.splitlines() if ln.startswith(FIT_ID)]
+    assert len(rows) == 2
+    assert sorted(ln.split("  ")[-1].strip() for ln in rows) == [
+        f"a copy of {FIT_ID} in file backup.nc (--fit backup)", "latest"]
+    code, out, err = run_cli(work, "predict", "--fit", "backup", "--accept", "14")
+    assert code == 0 and f"fit {FIT_ID}" in out, err
+    # the original renamed away: no copy, but its file is not its id
+    (fits / f"{FIT_ID}.nc").unlink()
+    code, out, err = run_cli(work, "history")
+    assert code == 0, err
+    rows = [ln for ln in out.splitlines() if ln.startswith(FIT_ID)]
+    assert [ln.split("  ")[-1].strip() for ln in rows] == ["in file backup.nc (--fit backup)"]

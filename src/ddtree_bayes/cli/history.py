@@ -18,6 +18,17 @@ from ddtree_bayes.core.errors import InputError
 
 
 # ---------------------------------------------------------------- history
+def _takes_fit(name: str) -> bool:
+    """Does ``--fit name`` parse (cli/args.fit_id)?"""
+    from ddtree_bayes.cli.args import fit_id
+
+    try:
+        fit_id(name)
+    except argparse.ArgumentTypeError:
+        return False
+    return True
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     from ddtree_bayes.core import paths
     from ddtree_bayes.workflows import living
@@ -33,8 +44,16 @@ def cmd_history(args: argparse.Namespace) -> int:
     # two forms on disk (`fit --moe-form power --step-form fraction` beside the default, to
     # `compare`): each fit says its own, since their ids (the data's hash) do not
     forms = len({f.get("form") for f in fits if f["readable"]}) > 1
+    # a file named other than its id (a copy, `cp <id>.nc backup.nc`, or a rename) is listed
+    # under its id as every fit is: its notes name the file, a copy as a copy
+    stems = {Path(f["path"]).stem for f in fits}
     body = []
     for f in fits:
+        path = Path(f["path"])
+        if path.stem != f["fit_id"]:
+            pick = f" (--fit {path.stem})" if _takes_fit(path.stem) else ""
+            copy = f"a copy of {f['fit_id']} " if f["fit_id"] in stems else ""
+            f = {**f, "file_note": f"{copy}in file {path.name}{pick}"}
         if not f["readable"]:
             # (the latest fit can be the unreadable one: the JSON says latest, so does this)
             body.append([f["fit_id"], "-", "-", "-", "-", "-",
@@ -43,6 +62,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         notes = []
         if f["latest"]:
             notes.append("latest")
+        if "file_note" in f:
+            notes.append(f["file_note"])
         if forms:
             notes.append(f"{f['form']} form")
         up = f.get("update")
