@@ -408,3 +408,40 @@ def test_the_table_says_when_the_query_itself_ranks_below_others_for_a_refit():
     one = {k: v for k, v in query.items() if k != "concurrency"}
     assert query_itself_note({"query": one, "rows": [
         others[0], {**itself, "concurrency": 1}]}).startswith("the query itself ranks 2 of 2")
+
+
+def test_next_json_carries_the_query_itself_line(tmp_path, monkeypatch):
+    """The line naming the query's own rank (query_itself_note) was printed in the table only:
+    `next --format json` had nothing of it. Now `query_itself` holds its rank, the candidates
+    ranked and the line; null when the table prints none. By hand: the point-mass fit ranks
+    the query itself first of 10 (no line, null); moved last (as the bundled fit's C = 4 query
+    ranks 4 of 14), it is rank 10 of 10, the line's words."""
+    from ddtree_bayes.cli.decisions import query_itself_note
+    from test_cli_support import make_point_mass_workdir, run_cli
+    from test_json_schemas import validate_output
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05)
+    argv = ("next", "--k", "4", "--query", "--accept 14 --concurrency 4", "--format", "json")
+    code, out, err = run_cli(work, *argv)
+    assert code == 0, err
+    first = json.loads(out)
+    validate_output("next", first)
+    assert first["rows"][0]["why"] == "the query itself" and first["query_itself"] is None
+    real = D.next_measurements
+
+    def itself_last(*a, **kw):
+        got = real(*a, **kw)
+        return {**got, "rows": [*got["rows"][1:], got["rows"][0]]}
+
+    monkeypatch.setattr(D, "next_measurements", itself_last)
+    code, out, err = run_cli(work, *argv)
+    assert code == 0, err
+    last = json.loads(out)
+    validate_output("next", last)
+    assert len(last["rows"]) == 10
+    assert last["query_itself"] == {"rank": 10, "candidates": 10,
+                                    "note": query_itself_note(last)}
+    assert last["query_itself"]["note"].startswith("the query itself ranks 10 of 10 by E[width]")
+    code, text, err = run_cli(work, *argv[:-2])
+    assert code == 0 and f"{last['query_itself']['note']}." in text.splitlines(), err
+

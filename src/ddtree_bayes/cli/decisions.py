@@ -252,7 +252,7 @@ def cmd_next(args: argparse.Namespace) -> int:
         q["accept"], q["accept_distribution"] = ((float(number), None) if number is not None
                                                  else (None, str(q["accept"])))
         q["accept_kind"] = source.kind
-        emit_json({**out, "query": q, "warnings": warned})
+        emit_json({**out, "query": q, "query_itself": query_itself(out), "warnings": warned})
         return 0
     q, pct = out["query"], P.pct_label(args.prob)
     print(f"{PROG} next: fit {out['fit_id']} ({out['draws']} draws"
@@ -312,12 +312,13 @@ _CONFIGURATION = ("model", "hardware", "gpus", "engine", "method", "block", "bud
                   "verify_tokens", "context_tokens", "concurrency")
 
 
-def query_itself_note(out: dict) -> str | None:
-    """The line ``next`` says when the candidate at the query's own configuration is one
+def query_itself(out: dict) -> dict | None:
+    """What ``next`` says when the candidate at the query's own configuration is one
     ``update`` would refit for and ranks below another: its E[width] reweights today's draws,
     where the refit anchors the query to its new row (on the bundled fit the query at C = 4
     ranked fourth, E[90% width] 290, while add + update + predict at its median gave a width
-    of 64). None when no row is the query's, or it ranks first, or needs no refit."""
+    of 64). ``{"rank", "candidates", "note"}`` (the JSON's ``query_itself``; the table prints
+    the note); None when no row is the query's, or it ranks first, or needs no refit."""
     q = out["query"]
 
     def config(row: dict) -> tuple:
@@ -327,11 +328,19 @@ def query_itself_note(out: dict) -> str | None:
                  if config(r) == config(q)), None)
     if rank is None or rank == 1 or not out["rows"][rank - 1]["refit_needed"]:
         return None
-    return (f"the query itself ranks {rank} of {len(out['rows'])} by E[width]: `update` would "
-            "refit for it, and the refit anchors the query's answer to its own new row (as "
-            "predict anchors any measured configuration), which E[width], reweighting today's "
-            "draws, cannot show: measured, it may narrow the query more than the candidates "
-            "above it")
+    of = len(out["rows"])
+    return {"rank": rank, "candidates": of, "note": (
+        f"the query itself ranks {rank} of {of} by E[width]: `update` would "
+        "refit for it, and the refit anchors the query's answer to its own new row (as "
+        "predict anchors any measured configuration), which E[width], reweighting today's "
+        "draws, cannot show: measured, it may narrow the query more than the candidates "
+        "above it")}
+
+
+def query_itself_note(out: dict) -> str | None:
+    """The line of :func:`query_itself` (None when it says nothing)."""
+    itself = query_itself(out)
+    return None if itself is None else itself["note"]
 
 
 #: The table's note on a candidate ``update`` would refit for (next's JSON ``refit_needed``).
