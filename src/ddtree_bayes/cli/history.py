@@ -46,10 +46,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     forms = len({f.get("form") for f in fits if f["readable"]}) > 1
     # a file named other than its id (a copy, `cp <id>.nc backup.nc`, or a rename) is listed
     # under its id as every fit is: its notes name the file, a copy as a copy
-    stems = {Path(f["path"]).stem for f in fits}
+    stems = {Path(f["path"]).stem for f in fits if f.get("path")}
     body = []
     for f in fits:
-        path = Path(f["path"])
+        path = Path(f.get("path") or f"{f['fit_id']}.nc")
         if path.stem != f["fit_id"]:
             pick = f" (--fit {path.stem})" if _takes_fit(path.stem) else ""
             copy = f"a copy of {f['fit_id']} " if f["fit_id"] in stems else ""
