@@ -620,6 +620,12 @@ def test_optimize_of_another_method_without_block_names_its_measured_shape(tmp_p
     with pytest.raises(QueryError, match="describes ddtree block 16, not eagle3 block 3 "):
         D.optimize(draws, curve_of(), hardware="rtx-pro-6000", engine="vllm", method="eagle3",
                    block=3)
+    # autoregressive decoding has no block nor budget: "not ar block 16" before
+    with pytest.raises(QueryError) as err:
+        D.optimize(draws, curve_of(), hardware="b300", engine="sglang", method="ar")
+    assert str(err.value) == ("autoregressive decoding (ar) drafts nothing: optimize compares "
+                              "a drafter's tree budgets (fix: give a tree method, e.g. "
+                              "--method ddtree)")
 
 
 def test_an_acceptance_file_of_another_block_updates_the_curve(tmp_path):

@@ -224,14 +224,21 @@ def other_method_refusal(draws: Fit, curve: AcceptanceCurve, method: str, hardwa
                          ) -> QueryError:
     """The refusal of ``optimize --method M`` without ``--block`` for a method other than the
     curve's: what a block is to M and the blocks and budgets the fit measured of M on the
-    system with the engine (the curve's block is its own method's, never M's)."""
+    system with the engine (the curve's block is its own method's, never M's). Autoregressive
+    decoding has no budget to compare: said so."""
+    from ddtree_bayes.core.methods import AR_METHOD
+
+    if method == AR_METHOD:
+        return QueryError(f"autoregressive decoding ({AR_METHOD}) drafts nothing: optimize "
+                          "compares a drafter's tree budgets",
+                          fix="give a tree method, e.g. --method ddtree")
     rows = [r for r in draws.measurements.rows
             if r.hardware == hardware and (gpus is None or r.gpus == gpus)
             and (model is None or r.model == model)]
     systems = sorted({r.system for r in rows}) or [
         hardware if gpus is None else f"{hardware}x{gpus}"]
     shapes = sorted({(r.block or 0, r.budget or 0) for r in rows
-                     if r.engine == engine and r.method == method})
+                     if r.engine == engine and r.method == method and (r.block or r.budget)})
     said = "; ".join(", ".join(part for part in (
         f"block {b}" if b else "", f"budget {n}" if n else "") if part) for b, n in shapes)
     where = f"on {', '.join(systems)} with {engine}"
