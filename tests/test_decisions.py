@@ -2300,10 +2300,55 @@ def test_a_query_past_the_cards_longest_context_is_offered_measurements_at_that_
     draws = _kimi_carded_draws()
     query = D.parse_query(draws, "--engine sglang --accept 14 --context 300k")
     got = {c.why: c.describe() for c in D.default_candidates(draws, query, [])}
+    # (its 33 verified tokens end at position 262144: 262112 + 33 - 1, not past it)
     assert got["the query at the model's longest context"] == (
-        "b300 x8 sglang ddtree block 16 budget 32 M=33 ctx 262144")
+        "b300 x8 sglang ddtree block 16 budget 32 M=33 ctx 262112")
     assert got["AR at the model's longest context"] == "b300 x8 sglang ar ctx 262144"
     # within the card: no such candidates
     inside = D.parse_query(draws, "--engine sglang --accept 14 --context 131072")
     whys = [c.why for c in D.default_candidates(draws, inside, [])]
     assert not [w for w in whys if "longest context" in w], whys
+
+
+def test_next_proposes_no_step_whose_verified_tokens_pass_the_cards_longest_context():
+    """`next --query "--budget 1000000 --accept 14"` ranked first "the query itself", a tree
+    of 1,000,001 verified tokens on Kimi K2.6, whose card takes 262,144 positions: predict
+    warns that no engine runs such a step, and next proposed measuring it (exit 0). The
+    positions a step's verified tokens take after the context count, as predict's
+    max_context_warning counts them: budget 300000 at context 0 reaches position 300000
+    (= 0 + 300001 - 1) > 262144; budget 262143 reaches 262143 and can be run."""
+    draws = _kimi_carded_draws()
+    query = D.parse_query(draws, "--engine sglang --accept 14 --budget 300000")
+    left_out: list = []
+    got = [c.describe() for c in D.default_candidates(draws, query, left_out)]
+    assert not [d for d in got if "budget 300000" in d], got
+    why = ("a step verifies 300001 tokens after a context of 0, reaching position 300000, "
+           "above kimi-k2.6's longest, 262144 tokens (its card): no engine runs such a step, "
+           "so nobody can run it as configured")
+    assert [(c.why, reason) for c, reason in left_out
+            if " sglang " in c.describe()] == [("the query itself", why)]
+    inside = D.parse_query(draws, "--engine sglang --accept 14 --budget 262143")
+    assert "the query itself" in [c.why for c in D.default_candidates(draws, inside, [])]
+    # a context within the card whose step's 33 tokens end past it (262140 + 32 = 262172):
+    # the query is left out, and offered where its last token is the longest position
+    near = D.parse_query(draws, "--engine sglang --accept 14 --context 262140")
+    left_out = []
+    got = {c.why: c.describe() for c in D.default_candidates(draws, near, left_out)}
+    assert "the query itself" in [c.why for c, _ in left_out]
+    assert got["the query at the model's longest context"] == (
+        "b300 x8 sglang ddtree block 16 budget 32 M=33 ctx 262112")
+    assert "AR at the model's longest context" not in got   # (AR at 262140 is within it)
+
+
+def test_a_candidates_file_tree_past_the_cards_longest_context_is_left_out(tmp_path):
+    draws = _kimi_carded_draws()
+    path = tmp_path / "c.csv"
+    path.write_text("hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+                    "b300,8,sglang,ddtree,16,300000,14,0\nb300,8,sglang,ddtree,16,64,14,0\n")
+    query = D.parse_query(draws, "--engine sglang --accept 14")
+    left: list = []
+    got = D.read_candidates(draws, path, query, left_out=left)
+    assert [c.describe() for c in got] == ["b300 x8 sglang ddtree block 16 budget 64 M=65"]
+    assert [c.describe() for c, _ in left] == [
+        "b300 x8 sglang ddtree block 16 budget 300000 M=300001"]
+    assert "reaching position 300000, above kimi-k2.6's longest, 262144 tokens" in left[0][1]

@@ -53,6 +53,21 @@ def context_above_max(card, context_tokens: float) -> str | None:
             "takes no such context unless its RoPE is scaled further")
 
 
+def step_reach_above_max(card, context_tokens: float, verify_tokens: int | None) -> str | None:
+    """One line when a step's verified tokens, which take the positions after the context,
+    reach past ``card``'s longest context (a tree of budget 500,000 on a 262,144-token model
+    at context 0 reaches position 500,000): no engine runs such a step. None when they do
+    not (AR, M = 1, is :func:`context_above_max`'s case), or the card does not say.
+    engine/scenario ``max_context_warning`` (a question) and ``next``'s candidates say it."""
+    reach = context_tokens + (verify_tokens or 1) - 1
+    if card is None or not card.max_context_tokens or reach <= card.max_context_tokens:
+        return None
+    return (f"a step verifies {verify_tokens} tokens after a context of "
+            f"{context_tokens:.0f}, reaching position {reach:.0f}, above {card.model}'s "
+            f"longest, {card.max_context_tokens} tokens (its card): no engine runs such a "
+            "step")
+
+
 def card_weights_note(card, hardware: dict[str, dict[str, str]], m: Measurement) -> str | None:
     """A row :func:`~ddtree_bayes.core.data.weights_problem` keeps whose GPUs cannot hold the
     weights at its card's own bytes per weight: the run used a smaller quantisation, but a fit

@@ -41,7 +41,7 @@ from ddtree_bayes.core.methods import (
     shaped_budget,
 )
 from ddtree_bayes.core.pairs import pair_label, read_features, split_label
-from ddtree_bayes.core.row_notes import context_above_max, read_floor_text
+from ddtree_bayes.core.row_notes import context_above_max, read_floor_text, step_reach_above_max
 from ddtree_bayes.engine.posterior import Fit
 
 SEED_BAND = 0.30  # the original estimator's flat +-30%
@@ -1352,13 +1352,9 @@ def max_context_warning(draws: Fit, sc: Scenario) -> str | None:
     # a step's verified tokens take the positions after the context: a tree or chain whose
     # last one lies past the longest context (optimize --budgets 16,500000 asked M = 500,001
     # of a 262,144-token model) is no step any engine runs; AR (M = 1) is the context's case
-    reach = sc.context_tokens + (getattr(sc, "verify_tokens", None) or 1) - 1
-    if card is None or not card.max_context_tokens or reach <= card.max_context_tokens:
-        return None
-    return (f"a step verifies {sc.verify_tokens} tokens after a context of "
-            f"{sc.context_tokens:.0f}, reaching position {reach:.0f}, above {card.model}'s "
-            f"longest, {card.max_context_tokens} tokens (its card): no engine runs such a "
-            "step, and the answer extrapolates the step's growth past it")
+    reach = step_reach_above_max(card, sc.context_tokens, getattr(sc, "verify_tokens", None))
+    return (None if reach is None
+            else reach + ", and the answer extrapolates the step's growth past it")
 
 
 def borrowed_gpus_warning(sc: Scenario) -> str | None:

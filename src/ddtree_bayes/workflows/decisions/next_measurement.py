@@ -258,14 +258,16 @@ def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -
     """Why nobody can make a measurement of ``scenario`` (None: someone can): its streams' KV
     cache does not fit beside the weights (:func:`~ddtree_bayes.engine.scenario.kv_cache_warning`:
     AR at C = 128 offered to a long-context query), its context is longer than its model's
-    card takes (:func:`~ddtree_bayes.core.row_notes.context_above_max`), its engine is a
+    card takes (:func:`~ddtree_bayes.core.row_notes.context_above_max`) or its step's
+    verified tokens reach past it (:func:`~ddtree_bayes.core.row_notes.step_reach_above_max`),
+    its engine is a
     relation engine (e.g. native, "a hypothetical C++/CUDA speculative loop") the fit has no
     row of, or its speculative method has no drafter for its model: no drafter card (the fit's
     stored ones, the built-in ones, ``data/drafters.csv``: ``cards``, else
     :func:`drafter_cards`) serves that model and method and the fit measured that method for
     no row of that model."""
     from ddtree_bayes.core.model_cards import stored_card
-    from ddtree_bayes.core.row_notes import context_above_max
+    from ddtree_bayes.core.row_notes import context_above_max, step_reach_above_max
     from ddtree_bayes.engine.scenario import kv_cache_warning, no_drafter
 
     rows = draws.measurements.rows
@@ -282,10 +284,16 @@ def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -
                 "to run")
     # a context longer than the model takes (a query past it is answered, with a warning;
     # `next --query "... --context 300k"` proposed measuring Kimi K2.6 at 307200 tokens)
-    above = context_above_max(stored_card(draws.meta.get("model", {}), scenario.model),
-                              scenario.context_tokens)
+    card = stored_card(draws.meta.get("model", {}), scenario.model)
+    above = context_above_max(card, scenario.context_tokens)
     if above is not None:
         return above + ", so nobody can run it as configured"
+    # nor a step whose verified tokens reach past it (`next --query "--budget 1000000"` ranked
+    # the query itself first, M = 1,000,001 on a 262,144-token model)
+    reach = step_reach_above_max(card, scenario.context_tokens,
+                                 getattr(scenario, "verify_tokens", None))
+    if reach is not None:
+        return reach + ", so nobody can run it as configured"
     return no_drafter(draws, scenario.model, scenario.method,
                       drafter_cards(draws) if cards is None else cards)
 
@@ -414,13 +422,17 @@ def default_candidates(draws: Fit, query: Query,
             budget=None, context_tokens=q.context_tokens)
     # a query past the model's longest context: its own runs cannot be made (unmeasurable);
     # the nearest that can, at that longest context, measure the context cost it asks about
+    # (the query's step at the context its verified tokens end at the longest position)
     longest = _longest_context_below(draws, q)
     if longest is not None:
-        add("the query at the model's longest context", q_accept, engine=q.engine,
-            **{**same, "context_tokens": longest})
-        add("AR at the model's longest context", 1.0, hardware=q.hardware, gpus=q.gpus,
-            engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD, block=None,
-            budget=None, context_tokens=longest)
+        last = longest - ((q.verify_tokens or 1) - 1)
+        if last >= 0:
+            add("the query at the model's longest context", q_accept, engine=q.engine,
+                **{**same, "context_tokens": last})
+        if q.context_tokens > longest:
+            add("AR at the model's longest context", 1.0, hardware=q.hardware, gpus=q.gpus,
+                engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD, block=None,
+                budget=None, context_tokens=longest)
     # a query beyond the concurrencies measured: the query and AR at the doublings between
     measured_c = max((r.concurrency for r in rows if row_pair(draws, r) == q.pair), default=1)
     c = 2 * measured_c
@@ -453,12 +465,14 @@ def default_candidates(draws: Fit, query: Query,
 
 def _longest_context_below(draws: Fit, q: P.Scenario) -> float | None:
     """The query model's longest context (its card's ``max_context_tokens``) when the query
-    asks past it, else None (within it, or a card that does not say)."""
+    asks past it, its context or the positions its step's verified tokens take after it,
+    else None (within it, or a card that does not say)."""
     from ddtree_bayes.core.model_cards import stored_card
 
     card = stored_card(draws.meta.get("model", {}), q.model)
     longest = getattr(card, "max_context_tokens", None) if card is not None else None
-    if not longest or not q.context_tokens or q.context_tokens <= longest:
+    reach = (q.context_tokens or 0) + (q.verify_tokens or 1) - 1
+    if not longest or not q.context_tokens or reach <= longest:
         return None
     return float(longest)
 
