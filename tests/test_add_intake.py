@@ -227,7 +227,10 @@ def test_a_user_csv_concurrency_of_1_adds_no_column(tmp_path, one):
 def serving_record(fmt: str, streams: int, tpot_ms: float, accept: float) -> dict:
     if fmt == "vllm-serve":
         rec = json.loads((BENCH / "vllm_serve.json").read_text())
-        rec.update(spec_decode_acceptance_length=accept, max_concurrent_requests=streams)
+        # (its accepted tokens what that acceptance makes them: the import checks the two
+        # agree, 1 + accepted / drafts)
+        rec.update(spec_decode_acceptance_length=accept, max_concurrent_requests=streams,
+                   spec_decode_accepted_tokens=(accept - 1) * rec["spec_decode_num_drafts"])
     else:
         rec = json.loads((BENCH / "sglang_serving.jsonl").read_text().splitlines()[0])
         rec.update(accept_length=accept, concurrency=streams - 0.3 if streams > 1 else 0.99)

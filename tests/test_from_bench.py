@@ -1178,3 +1178,39 @@ def test_a_file_that_names_no_model_says_whose_rows_it_made(work):
     code, out, err = run_cli(work, *argv, "--model", "kimi-k2.6")
     assert code == 0 and err == others, err   # (the prefill's warning, as before)
     assert new_rows(work) == [row]
+
+
+def test_an_acceptance_length_its_own_counts_contradict_is_refused(work, tmp_path):
+    """vllm bench serve writes spec_decode_acceptance_length = 1 + accepted / drafts (the
+    fixture: 1 + 2794 / 1302 = 3.14593). A file whose acceptance says 3.9 beside those counts
+    was imported at 3.9 (exit 0): 24% more tokens a step than the run accepted."""
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    src = tmp_path / "serve.json"
+    argv = ["--from-bench", str(src), "--hardware", "b300", "--gpus", "8", "--engine", "vllm",
+            "--method", "eagle3", "--block", "3"]
+    src.write_text(json.dumps(dict(raw, spec_decode_acceptance_length=3.9)))
+    err = one_error(work, *argv)
+    assert ("spec_decode_acceptance_length 3.9 is not 1 + spec_decode_accepted_tokens / "
+            "spec_decode_num_drafts = 1 + 2794 / 1302 = 3.14593") in err, err
+    # the acceptance rounded as a person writes it is the same value
+    src.write_text(json.dumps(dict(raw, spec_decode_acceptance_length=3.146)))
+    (row,), _ = imported_rows(Path(shutil.copytree(work, tmp_path / "ok")), *argv)
+    assert row["accept_len"] == 3.146
+
+
+def test_a_depth_the_per_position_rates_contradict_is_refused(work, tmp_path):
+    """A run whose drafts were not all of one length (3900 tokens in 1302 drafts: 2.995 a
+    step, an n-gram drafter's short matches) gives no whole tokens per step, and `--block 5`
+    was imported at M = 6; its per-position acceptance rates, one per drafted position
+    (vLLM's counter of num_speculative_tokens positions), say the run drafted 3."""
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    src = tmp_path / "serve.json"
+    src.write_text(json.dumps(dict(raw, spec_decode_draft_tokens=3900)))
+    argv = ["--from-bench", str(src), "--hardware", "b300", "--gpus", "8", "--engine", "vllm",
+            "--method", "eagle3"]
+    err = one_error(work, *argv, "--block", "5")
+    assert ("the file drafted 3 tokens per step (the positions of "
+            "spec_decode_per_position_acceptance_rates), but --block is 5 (fix: give --block 3"
+            ) in err, err
+    (row,), _ = imported_rows(Path(shutil.copytree(work, tmp_path / "ok")), *argv, "--block", "3")
+    assert row["verify_tokens"] == 4

@@ -530,28 +530,70 @@ def _vllm_serve(rec: BenchRow) -> BenchRecord:
     engine, said = _backend_engine(rec, ("vllm", VLLM_CLIENT_DEFAULT))
     tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
+    _acceptance_agrees(rec, accept)
     prompt, half, context, caveat = _serving_context(rec, streams)
     notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; {context}"
              + ("; accept_len = spec_decode_acceptance_length" if accept is not None else ""))
     setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
+    drafted, draft_key = _drafted_per_step(rec)
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=prompt, decode_kv=half,
                        batch_size=streams, model=rec.text("model_id", "model"), notes=notes,
                        index=rec.index, setup=setup, context_caveat=caveat,
-                       draft_tokens=_drafted_per_step(rec), engine=engine, engine_said=said,
-                       stamp=rec.text("date"))
+                       draft_tokens=drafted, draft_key=draft_key, engine=engine,
+                       engine_said=said, stamp=rec.text("date"))
 
 
-def _drafted_per_step(rec: BenchRow) -> int | None:
-    """Tokens drafted per speculative step, as vLLM's serve result records them
-    (``spec_decode_draft_tokens / spec_decode_num_drafts``, a whole number for a fixed
-    depth), else None."""
+#: How far a vLLM serve result's acceptance length may stray from 1 + accepted / drafts, the
+#: formula vllm bench serve writes it with (relative): a value rounded by hand to three
+#: decimals stays within it.
+ACCEPT_SLACK = 1e-3
+
+
+def _acceptance_agrees(rec: BenchRow, accept: float | None) -> None:
+    """Refuse a vLLM serve result whose ``spec_decode_acceptance_length`` is not what its own
+    counts make it: vllm bench serve writes it as ``1 + spec_decode_accepted_tokens /
+    spec_decode_num_drafts`` (the bonus token, and the tokens accepted per draft). An
+    acceptance of 3.9 beside the fixture's counts (3.14593) was imported at 3.9, exit 0.
+    Unchecked when the file lacks either count (older layouts)."""
+    drafts = rec.number("spec_decode_num_drafts", required=False)
+    accepted = rec.number("spec_decode_accepted_tokens", required=False)
+    if (accept is None or drafts is None or accepted is None
+            or not (math.isfinite(drafts) and math.isfinite(accepted)) or drafts <= 0):
+        return
+    counted_accept = 1.0 + accepted / drafts
+    if abs(accept - counted_accept) <= ACCEPT_SLACK * counted_accept:
+        return
+    raise rec.error(f"spec_decode_acceptance_length {accept:g} is not 1 + "
+                    f"spec_decode_accepted_tokens / spec_decode_num_drafts = 1 + {accepted:g} / "
+                    f"{drafts:g} = {counted_accept:.6g}, as vllm bench serve writes it",
+                    key="spec_decode_acceptance_length",
+                    fix="pass the result file the benchmark wrote, unedited")
+
+
+#: Where :func:`_drafted_per_step` read the tokens drafted per step from, as messages name it.
+PER_POSITION_KEY = "the positions of spec_decode_per_position_acceptance_rates"
+
+
+def _drafted_per_step(rec: BenchRow) -> tuple[int | None, str]:
+    """Tokens drafted per speculative step, as vLLM's serve result records them, and where:
+    ``spec_decode_draft_tokens / spec_decode_num_drafts``, a whole number for a fixed depth;
+    else, when drafts were not all of one length (an n-gram drafter's short matches: 3900
+    tokens in 1302 drafts), the number of ``spec_decode_per_position_acceptance_rates``,
+    one per position vLLM's counter keeps, num_speculative_tokens of them (a per-step mean
+    above it is no such list: not read); else None."""
+    key = "spec_decode_draft_tokens / spec_decode_num_drafts"
     drafts = rec.number("spec_decode_num_drafts", required=False)
     tokens = rec.number("spec_decode_draft_tokens", required=False)
     if (drafts is None or tokens is None or not math.isfinite(drafts)
             or not math.isfinite(tokens) or drafts <= 0):
-        return None
+        return None, key
     per = tokens / drafts
-    return int(round(per)) if abs(per - round(per)) < 1e-9 and per >= 1 else None
+    if abs(per - round(per)) < 1e-9 and per >= 1:
+        return int(round(per)), key
+    positions = rec.data.get("spec_decode_per_position_acceptance_rates")
+    if isinstance(positions, list) and positions and per <= len(positions):
+        return len(positions), PER_POSITION_KEY
+    return None, key
 
 
 def _varied_outputs(rec: BenchRow, streams: int) -> str | None:
