@@ -103,6 +103,22 @@ def test_api_fit_refuses_no_tuning_before_compiling(tmp_path):
     ({"accept": 14, "context": 0.5}, "--context 0.5 is 0.5 tokens, not a whole number (fix: "
                                      "give a whole number of tokens, e.g. 32768 or 32k)"),
     ({"accept": 14, "context": "0.3k"}, "--context '0.3k' is 307.2 tokens, not a whole number"),
+    # a name of another type met a bare TypeError ("expected string or bytes-like object",
+    # "'int' object is not iterable", "'<' not supported between 'int' and 'str'"), and
+    # explain="no", a str, asked for the variance split
+    ({"accept": 14, "hardware": ["b300"]}, "hardware ['b300'] is not a name (fix: give "
+                                           "hardware as one name, e.g. hardware='b300')"),
+    ({"accept": 14, "model": 5}, "model 5 is not a name (fix: give model as one name"),
+    ({"accept": 14, "method": ("ddtree",)}, "method ('ddtree',) is not a name"),
+    ({"accept": 14, "drafter": 1}, "drafter 1 is not a name"),
+    ({"accept": 14, "kv_cache": 8}, "kv_cache 8 is not a name"),
+    ({"accept": 14, "engines": 5}, "engines 5 is not an engine name or a list of them (fix: "
+                                   "give engine names, e.g. engines=['sglang', 'native'])"),
+    ({"accept": 14, "prob": "0.5"}, "--prob '0.5' is not a number between 0 and 1 (fix: give a "
+                                    "probability from 0.000001 to 0.999999"),
+    ({"accept": 14, "prob": None}, "--prob None is not a number between 0 and 1"),
+    ({"accept": 14, "explain": "no"}, "explain 'no' is not True or False (fix: give "
+                                      "explain=True for each row's variance split"),
 ])
 def test_the_api_checks_what_the_flags_check(kw, message):
     """The API answered budget 0 (103.5 tok/s) and gpus 4.5 (596 tok/s) where the CLI

@@ -1042,6 +1042,8 @@ def prob_problem(prob: float) -> str | None:
     >>> prob_problem(0.9), prob_problem(0.9999999)[:42]
     (None, '0.9999999 rounds to 1 at the 6 decimals in')
     """
+    if isinstance(prob, bool) or not isinstance(prob, numbers.Real):   # (the API's "0.5")
+        return f"{prob!r} is not a number between 0 and 1"
     if not 0 < prob < 1:
         return f"{prob!r} is not between 0 and 1"
     rounded = round(prob, PROB_DECIMALS)
@@ -1133,6 +1135,14 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
     """
     from ddtree_bayes.engine.question import Flags, resolve, streams_of
 
+    # (the API's engines=5 met a bare TypeError, explain="no" asked for the variance split)
+    if engines is not None and not isinstance(engines, str | list | tuple):
+        raise QueryError(f"engines {engines!r} is not an engine name or a list of them",
+                         fix="give engine names, e.g. engines=['sglang', 'native']")
+    if not isinstance(explain, bool | np.bool_):
+        raise QueryError(f"explain {explain!r} is not True or False",
+                         fix="give explain=True for each row's variance split (as --explain), "
+                             "or leave it out")
     flags = Flags(model=model, hardware=hardware, gpus=gpus,
                   engines=tuple(engines.split(",")) if isinstance(engines, str) else
                   (tuple(engines) if engines else None),

@@ -78,6 +78,12 @@ def streams_of(value: Any) -> tuple | None:
     return tuple(whole(v) for v in value) or None
 
 
+#: The flags of a question that take one name, each with a name it takes (the fix of another
+#: type given).
+NAME_EXAMPLES = {"model": "kimi-k2.6", "hardware": "b300", "method": "ddtree",
+                 "drafter": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "kv_cache": "fp8"}
+
+
 def _check_whole(name: str, value: Any, top: int) -> None:
     if value is None:
         return
@@ -135,6 +141,12 @@ class Flags:
                 raise QueryError(f"context {asked!r} is not a token count from 0 to "
                                  f"{MAX_CONTEXT_TOKENS} (2 ** 40)",
                                  fix="give the context length in tokens, e.g. 32768 or '32k'")
+        # (the API's hardware=["b300"] met re's bare TypeError, model=5 an AttributeError)
+        for name, example in NAME_EXAMPLES.items():
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise QueryError(f"{name} {value!r} is not a name",
+                                 fix=f"give {name} as one name, e.g. {name}={example!r}")
         check_kv_cache(self.kv_cache)
         for engine in self.engines or ():   # (the API's engines="sglang," answered for '')
             if not isinstance(engine, str) or not engine.strip():
