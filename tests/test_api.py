@@ -602,3 +602,37 @@ def test_api_fit_refuses_a_sampler_setting_that_is_no_count_before_compiling(tmp
     assert str(info.value).startswith(f"sampler settings out of range: {setting} {value!r} "
                                       "(fix: chains >= 1"), str(info.value)
     assert not (tmp_path / "models").exists()
+
+
+@pytest.mark.parametrize(("call", "name", "value"), [
+    ("fit", "data", 5), ("fit", "priors", 5), ("fit", "hardware", ["h.csv"]),
+    ("fit", "workdir", 7), ("load", "workdir", 7), ("predict", "workdir", 7),
+    ("load_inputs", "data", ["m.csv"]), ("load_inputs", "priors", 5),
+    ("load_inputs", "hardware", 5), ("load_inputs", "workdir", 7)])
+def test_the_api_names_a_path_argument_of_another_type(tmp_path, monkeypatch, call, name,
+                                                       value):
+    """db.load_inputs(["m.csv"]), db.fit(workdir=7) and the rest died in pathlib's bare
+    TypeError ("argument should be a str or an os.PathLike object where __fspath__ returns a
+    str, not 'int'"), which names no argument; fit raised it after reading nothing, so
+    nothing was written either way. Each names its argument now, as load(fit_id=5) does."""
+    import ddtree_bayes as db
+
+    monkeypatch.chdir(tmp_path)
+    kw = {name: value, **({"accept": 14} if call == "predict" else {}),
+          **({"progress": False} if call == "fit" else {})}
+    with pytest.raises(TypeError) as info:
+        getattr(db, call)(**kw)
+    assert str(info.value) == (
+        f"{call}({name}=...) takes a path (a str or pathlib.Path) or None, not "
+        f"{type(value).__name__} (fix: give the {'folder' if name == 'workdir' else 'file'}'s "
+        "path)"), str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_api_refuses_a_bool_target():
+    """target=True was read as 1 tok/s: P(tok/s >= 1) = 1 in every row."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    with pytest.raises(QueryError, match=re.escape("--target True is not a finite throughput")):
+        api.predict(point_mass_draws(), accept=14, target=True)

@@ -25,6 +25,19 @@ if TYPE_CHECKING:
     from ddtree_bayes.engine.posterior import Fit
 
 
+def _paths(call: str, **given: Any) -> None:
+    """Refuse a path argument that is no path: pathlib's own TypeError ("argument should be a
+    str or an os.PathLike object ...") named no argument (``db.load_inputs(["m.csv"])``,
+    ``db.fit(workdir=7)``)."""
+    import os
+
+    for name, value in given.items():
+        if value is not None and not isinstance(value, str | os.PathLike):
+            raise TypeError(f"{call}({name}=...) takes a path (a str or pathlib.Path) or None, "
+                            f"not {type(value).__name__} (fix: give the "
+                            f"{'folder' if name == 'workdir' else 'file'}'s path)")
+
+
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         seed: int = DEFAULT_SEED, chains: int = 4, draws: int | None = None, tune: int = 1000,
         target_accept: float = SamplerSettings.target_accept, backend: str = "nutpie",
@@ -50,6 +63,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     """
     from ddtree_bayes.engine import fitting
 
+    _paths("fit", data=data, priors=priors, hardware=hardware, workdir=workdir)
     return fitting.fit(data, priors, seed=seed, chains=chains, draws=draws, tune=tune,
                        target_accept=target_accept, backend=backend, hardware=hardware,
                        workdir=workdir, progress=progress, extra_meta=extra_meta,
@@ -72,6 +86,7 @@ def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
     if fit_id is not None and not isinstance(fit_id, str):   # (re's TypeError, unexplained)
         raise TypeError(f"load(fit_id=...) takes a fit id string, 'latest' or None, not "
                         f"{type(fit_id).__name__} (fix: copy an id from `ddtree-bayes history`)")
+    _paths("load", workdir=workdir)
     return store.load(fit_id, workdir)
 
 
@@ -130,6 +145,7 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
                              fix="give engine= or engines=, not both")
         query["engines"] = query.pop("engine")
 
+    _paths("predict", workdir=query.get("workdir"))
     if fit is not None and not isinstance(fit, Fit):   # (an AttributeError on .meta before)
         fit_id = getattr(fit, "fit_id", fit if isinstance(fit, str) else None)
         raise TypeError(f"predict(fit=...) takes a Fit from ddtree_bayes.load() or None, not "
@@ -184,5 +200,6 @@ def load_inputs(data: str | Path | None = None, priors: str | Path | None = None
     """
     from ddtree_bayes.engine.fitting import FitInputs
 
+    _paths("load_inputs", data=data, priors=priors, hardware=hardware, workdir=workdir)
     inputs = FitInputs.read(data, priors, hardware, workdir).check()
     return inputs.measurements, inputs.priors

@@ -1191,8 +1191,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
     several models carry a ``model`` key; every row says where its acceptance came from
     (``accept_kind``) and, for machines, its distribution (``accept_distribution``)."""
     probs = interval_probs(prob)
-    if target is not None and not (isinstance(target, (int, float)) and math.isfinite(target)
-                                   and target >= 0):
+    if target is not None and (isinstance(target, bool) or not (   # (True read as 1 tok/s)
+            isinstance(target, (int, float)) and math.isfinite(target) and target >= 0)):
         raise QueryError(f"--target {target!r} is not a finite throughput >= 0",
                          fix="give a throughput in tok/s, e.g. --target 800")
     if not is_seed(seed):
