@@ -32,3 +32,23 @@ def test_a_candidates_rows_error_names_its_file_row_and_column(tmp_path):
     assert code == 2 and err.startswith(f"ddtree-bayes: error: {cands}, row 3, column "
                                         "'hardware': hardware 'h999' is neither measured")
     assert err.count("\n") == 1
+
+
+def test_a_candidates_acceptance_that_is_no_number_is_told_its_range():
+    """accept_len 'nan' (or 'inf') was told "give a non-negative number", and the 0 that
+    invites is refused next ("below 1 (the bonus token)"): the fix names the range a step
+    emits, at least 1, as the row's next error does."""
+    import pytest
+
+    from ddtree_bayes.core.errors import DataError
+    from ddtree_bayes.workflows.decisions.next_measurement import _csv_number
+
+    for raw in ("nan", "inf", "-2"):
+        with pytest.raises(DataError) as info:
+            _csv_number("c.csv", 2, {"accept_len": raw}, "accept_len")
+        assert str(info.value) == (f"c.csv, row 2, column 'accept_len': {raw!r} is not a valid "
+                                   "accept_len (fix: give the tokens a step emits, at least 1 "
+                                   "(the bonus token), or leave it blank)"), str(info.value)
+    with pytest.raises(DataError) as info:
+        _csv_number("c.csv", 2, {"context_tokens": "-5"}, "context_tokens")
+    assert str(info.value).endswith("(fix: give a non-negative number)")

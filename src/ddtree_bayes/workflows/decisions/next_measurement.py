@@ -496,7 +496,11 @@ def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = 
     # non-negative whole number", and the 0 that invited was refused next)
     if not math.isfinite(value) or (value < 0 and not integer) or (integer and value != int(value)):
         raise DataError(f"{raw!r} is not a valid {column}", file=path, row=row, column=column,
-                        fix="give a " + ("whole number" if integer else "non-negative number"))
+                        fix="give " + ("a whole number" if integer else
+                                       # (an acceptance counts the bonus token: 0 is refused)
+                                       "the tokens a step emits, at least 1 (the bonus token), "
+                                       "or leave it blank" if column == "accept_len" else
+                                       "a non-negative number"))
     return value
 
 
