@@ -1214,3 +1214,28 @@ def test_a_depth_the_per_position_rates_contradict_is_refused(work, tmp_path):
             ) in err, err
     (row,), _ = imported_rows(Path(shutil.copytree(work, tmp_path / "ok")), *argv, "--block", "3")
     assert row["verify_tokens"] == 4
+
+
+def test_a_dflash_block_drafts_its_block_less_its_anchor(work, tmp_path):
+    """A DFlash run of block 16 drafts 15 tokens a step (the block's position 0 is the anchor:
+    the public rows write it dflash,16,15,16), and vLLM counts those 15 (15000 draft tokens in
+    1000 drafts). `--method dflash --block 16` was refused ("but --block is 16 (fix: give
+    --block 15 ...)"), and the --block 15 it asked for imported as dflash b15/B14 M=15 (exit
+    0): a block of 14 drafts where the run drafted 15 and verified 16."""
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    src = tmp_path / "dflash.json"
+    src.write_text(json.dumps(dict(
+        raw, spec_decode_num_drafts=1000, spec_decode_draft_tokens=15000,
+        spec_decode_accepted_tokens=6500, spec_decode_acceptance_length=7.5,
+        spec_decode_acceptance_rate=6500 / 15000 * 100,
+        spec_decode_per_position_acceptance_rates=[0.9] * 5 + [0.5] * 4 + [0.125] * 4 + [0.0] * 2)))
+    argv = ["--from-bench", str(src), "--hardware", "b300", "--gpus", "8", "--engine", "vllm",
+            "--method", "dflash", "--model", "llama-3.1-8b-instruct"]
+    (row,), _ = imported_rows(Path(shutil.copytree(work, tmp_path / "ok")), *argv,
+                              "--block", "16")
+    assert (row["block"], row["budget"], row["verify_tokens"], row["accept_len"]) == (
+        16, 15, 16, 7.5)
+    err = one_error(work, *argv, "--block", "15")
+    assert ("the file drafted 15 tokens per step (spec_decode_draft_tokens / "
+            "spec_decode_num_drafts), but --block 15 drafts 14 (dflash: the block less its "
+            "anchor) (fix: give --block 16, the run's num_speculative_tokens + 1)") in err, err

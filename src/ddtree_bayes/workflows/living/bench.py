@@ -37,6 +37,7 @@ from ddtree_bayes.core.bench_import.identity import (
 from ddtree_bayes.core.bench_import.reading import numbered
 from ddtree_bayes.core.data import AR_METHOD, counted
 from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.methods import chain_depth
 from ddtree_bayes.workflows.living.records import NewRow, result_tag
 
 #: The configuration flags of ``add`` that a benchmark file does not hold (``model`` and
@@ -383,6 +384,38 @@ def _gpus_said(fmt: str) -> str:
             "tensor_parallel_size x pipeline_parallel_size of its args")
 
 
+def _drafts_agree(rec: BenchRecord, config: dict[str, str | None], method: str | None,
+                  origin: str) -> None:
+    """Refuse a --budget, else a --block, that drafts another count than the file's tokens
+    drafted per step (vLLM's num_speculative_tokens). A chain drafts its block, or, for a
+    method whose block's position 0 is the anchor (DFlash), the block less its anchor
+    (:func:`~ddtree_bayes.core.methods.chain_depth`): a DFlash block-16 run drafts 15, and
+    `--block 16` was refused, the `--block 15` asked for imported as 14 drafts."""
+    if rec.draft_tokens is None:
+        return
+    budget, block = config.get("budget"), config.get("block")
+    if budget:
+        if int(budget) != rec.draft_tokens:
+            raise DataError(f"the file drafted {counted(rec.draft_tokens, 'token')} per step "
+                            f"({rec.draft_key}), but --budget is {budget}", file=origin,
+                            fix=f"give --budget {rec.draft_tokens}, the run's "
+                                "num_speculative_tokens")
+        return
+    if not block or method is None or method == AR_METHOD:
+        return
+    drafts = chain_depth(method, int(block))
+    if drafts == rec.draft_tokens:
+        return
+    anchor = drafts != int(block)   # (the block's position 0 is the anchor)
+    right = rec.draft_tokens + (1 if anchor else 0)
+    said = (f"--block {block} drafts {drafts} ({method}: the block less its anchor)" if anchor
+            else f"--block is {block}")
+    raise DataError(f"the file drafted {counted(rec.draft_tokens, 'token')} per step "
+                    f"({rec.draft_key}), but {said}", file=origin,
+                    fix=f"give --block {right}, the run's num_speculative_tokens"
+                        + (" + 1" if anchor else ""))
+
+
 def rows_from_bench(path: Path, config: dict[str, str | None], *,
                     hardware_names: Collection[str], fmt: str | None = None,
                     accept: str | None = None, context: str | None = None,
@@ -483,13 +516,7 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
             raise DataError(f"the file records acceptance length {rec.accept_len:g}; --accept "
                             f"{accept} would contradict it", file=origin,
                             fix="drop --accept (the file's value is used)")
-        given = config.get("budget") or config.get("block")   # a chain drafts its block
-        if rec.draft_tokens is not None and given and int(given) != rec.draft_tokens:
-            flag = "--budget" if config.get("budget") else "--block"
-            raise DataError(f"the file drafted {counted(rec.draft_tokens, 'token')} per step "
-                            f"({rec.draft_key}), but {flag} is {given}", file=origin,
-                            fix=f"give {flag} {rec.draft_tokens}, the run's "
-                                "num_speculative_tokens")
+        _drafts_agree(rec, config, method, origin)
         if method == AR_METHOD:
             accept_len = accept if accept is not None else "1"
         elif rec.accept_len is not None:
