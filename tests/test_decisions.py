@@ -2352,3 +2352,27 @@ def test_a_candidates_file_tree_past_the_cards_longest_context_is_left_out(tmp_p
     assert [c.describe() for c, _ in left] == [
         "b300 x8 sglang ddtree block 16 budget 300000 M=300001"]
     assert "reaching position 300000, above kimi-k2.6's longest, 262144 tokens" in left[0][1]
+
+
+def test_optimize_names_every_budget_whose_tokens_pass_the_longest_context():
+    """`optimize --context 262130 --budgets 8,16,32,64` on Kimi K2.6 (262,144 positions)
+    warned of budget 64 alone ("a step verifies 65 tokens after a context of 262130,
+    reaching position 262194"), where budgets 16 and 32 pass it too (262130 + 17 - 1 =
+    262146, 262162): a budget the warning does not name could be recommended, as one any
+    engine runs. Budget 8 reaches 262138 and is not named."""
+    draws = _kimi_carded_draws()
+    out = D.optimize(draws, curve_of(), hardware="b300", engine="sglang", context_tokens=262130,
+                     budgets=(8, 16, 32, 64))
+    said = [w for w in out["warnings"] if "above kimi-k2.6's longest" in w]
+    assert said == ["budgets 16, 32 and 64 verify 17 to 65 tokens after a context of 262130, "
+                    "reaching positions 262146 to 262194, above kimi-k2.6's longest, 262144 "
+                    "tokens (its card): no engine runs such a step, and the answer "
+                    "extrapolates the step's growth past it"
+                    + ("; the recommended budget is one of them"
+                       if out["recommended"] != 8 else "")], said
+    # every budget past it: the recommendation is one of them, and says so
+    out = D.optimize(draws, curve_of(), hardware="b300", engine="sglang", context_tokens=262130,
+                     budgets=(16, 32))
+    said = [w for w in out["warnings"] if "above kimi-k2.6's longest" in w]
+    assert len(said) == 1 and said[0].endswith(
+        "; the recommended budget is one of them"), said

@@ -254,6 +254,34 @@ def other_method_refusal(draws: Fit, curve: AcceptanceCurve, method: str, hardwa
                       fix=f"pass --block with the depth to compare budgets at{example}{then}")
 
 
+def past_budgets_warning(draws: Fit, budgets: tuple[int, ...] | list[int],
+                         scenarios: list, best: int, widest: str) -> str:
+    """``widest`` (:func:`max_context_warning` of the largest budget, whose step's verified
+    tokens pass the model's longest context) when it is the only such budget, else one line
+    naming every budget whose tokens pass it, and whether the recommended budget ``best`` is
+    one of them: `--context 262130 --budgets 8,16,32,64` on a 262,144-position card named
+    budget 64 alone, where 16 and 32 pass it too and either could be recommended."""
+    from ddtree_bayes.core.data import listed
+    from ddtree_bayes.core.model_cards import stored_card
+    from ddtree_bayes.core.row_notes import step_reach_above_max
+
+    card = stored_card(draws.meta.get("model", {}), scenarios[0].model)
+    past = [(b, b_sc) for b, b_sc in zip(budgets, scenarios, strict=True)
+            if step_reach_above_max(card, b_sc.context_tokens, b_sc.verify_tokens) is not None]
+    names = [b for b, _ in past]
+    if len(past) < 2 or card is None:
+        return widest + ("; it is the recommended budget" if best in names and len(budgets) > 1
+                         else "")
+    (lo, hi) = past[0][1], past[-1][1]
+    reach = [b_sc.context_tokens + b_sc.verify_tokens - 1 for b_sc in (lo, hi)]
+    return (f"budgets {listed(names)} verify {lo.verify_tokens} to {hi.verify_tokens} tokens "
+            f"after a context of {lo.context_tokens:.0f}, reaching positions {reach[0]:.0f} to "
+            f"{reach[1]:.0f}, above {card.model}'s longest, {card.max_context_tokens} tokens "
+            "(its card): no engine runs such a step, and the answer extrapolates the step's "
+            "growth past it" + ("; the recommended budget is one of them" if best in names
+                                else ""))
+
+
 def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
              gpus: int | None = None, engine: str | None = None, method: str | None = None,
              block: int | None = None, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
@@ -426,7 +454,10 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     # 262,144-token model without a word
     widest = max(scenarios, key=lambda b_sc: b_sc.verify_tokens)
     if (past := max_context_warning(draws, widest)) is not None and past not in notes:
-        notes.append(past)
+        # (one line for them all: the memory checks said the smallest budget's alone)
+        own = {max_context_warning(draws, b_sc) for b_sc in scenarios}
+        notes = [w for w in notes if w not in own]
+        notes.append(past_budgets_warning(draws, budgets, scenarios, budgets[best], past))
     routing = budget_routing_warning(fast, budgets[best], f"{sc.hardware} x{sc.gpus}" + (
         f" at C = {concurrency}" if concurrency != 1 else ""))
     if routing is not None:
