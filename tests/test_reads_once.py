@@ -376,3 +376,45 @@ def test_next_builds_its_query_parser_once(tmp_path, monkeypatch):
     code, out, err = run_cli(work, "next", "--k", "8", "--format", "json")
     assert code == 0, err
     assert len(parses) > 1 and len(built) <= 1, (len(parses), len(built))
+
+
+def test_a_call_reads_a_file_once_and_parses_it_once(tmp_path):
+    """Inside one call (core/per_call.py: the CLI runs each command in one), the bundled
+    drafter cards are parsed once however often asked (``report`` parsed them 20 times, once
+    per question), the seed table read once (39 times); a file rewritten during the call is
+    read again; outside a call every ask reads the disk (the Python API)."""
+    from ddtree_bayes.core import per_call
+    from ddtree_bayes.core.drafters import drafter_table
+    from ddtree_bayes.engine.predictive import load_seed_table
+
+    work = copy_bundled_data(tmp_path / "w")
+    shutil.copy(bundled("drafters.csv"), work / "data" / "drafters.csv")
+    own = work / "data" / "drafters.csv"
+    own.chmod(0o644)
+    seeds = work / "data" / "seed_estimates.csv"
+    with counting_opens() as opened, per_call.call():
+        tables = [drafter_table(own) for _ in range(5)] + [drafter_table() for _ in range(5)]
+        rows = [load_seed_table(work) for _ in range(5)]
+    assert opened[bundled("drafters.csv").resolve()] == 1 and opened[own.resolve()] == 1
+    assert opened[seeds.resolve()] == 1
+    assert all(t is tables[0] for t in tables[:5]) and all(t is tables[5] for t in tables[5:])
+    assert len(tables[0]) == len(bundled("drafters.csv").read_text().splitlines()) - 1
+    assert rows[0] == rows[4] and rows[0] is not rows[4]   # (each caller its own rows)
+    # a card added during the call (a new file renamed into place, as card add writes it)
+    with per_call.call():
+        before = drafter_table(own)
+        import csv
+
+        rows = list(csv.reader(io.StringIO(own.read_text(), newline="")))
+        added = dict(zip(rows[0], rows[1], strict=True)) | {"drafter": "my-drafter",
+                                                            "default": "no"}
+        new = own.with_suffix(".new")
+        with open(new, "w", newline="") as fh:
+            csv.writer(fh, lineterminator="\n").writerows([*rows, list(added.values())])
+        new.replace(own)
+        after = drafter_table(own)
+    assert [c.drafter for c in after] == [c.drafter for c in before] + ["my-drafter"]
+    with counting_opens() as opened:
+        for _ in range(3):
+            drafter_table(own)
+    assert opened[own.resolve()] == 3 and opened[bundled("drafters.csv").resolve()] == 3

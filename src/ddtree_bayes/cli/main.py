@@ -17,7 +17,7 @@ from ddtree_bayes.cli.args import ACCEPT_HELP, add_scenario_arguments, add_seed_
 from ddtree_bayes.cli.fit import cmd_compare, cmd_fit
 from ddtree_bayes.cli.output import PROG
 from ddtree_bayes.cli.predict import cmd_predict
-from ddtree_bayes.core import __version__, interrupts
+from ddtree_bayes.core import __version__, interrupts, per_call
 from ddtree_bayes.core.config import SamplerSettings
 from ddtree_bayes.core.errors import FULL_ERRNOS, DDTreeBayesError
 from ddtree_bayes.core.query_flags import add_kv_cache_argument, whole_number
@@ -347,9 +347,10 @@ def _main(argv: list[str] | None, signals: interrupts.Session) -> int:
 def _run(args: argparse.Namespace, signals: interrupts.Session) -> int:
     """The command, its errors as one line each and their exit codes."""
     try:
-        A.check_text_files(args)
-        _remove_stale_temps()
-        return args.func(args)
+        with per_call.call():   # (each input read and parsed once: core/per_call.py)
+            A.check_text_files(args)
+            _remove_stale_temps()
+            return args.func(args)
     except DDTreeBayesError as err:
         signals.done = True     # the exit code is decided: a signal now changes nothing
         print(f"{PROG}: error: {err}", file=sys.stderr)

@@ -21,6 +21,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import NoReturn
 
+from ddtree_bayes.core import per_call
 from ddtree_bayes.core.errors import DataError, InputError, closest
 from ddtree_bayes.core.methods import (
     AR_METHOD,
@@ -818,7 +819,7 @@ def read_csv_file(path: str, text: str | None = None, flag: str = "--data"
     flag that names the file, which a missing file's fix names."""
     try:
         if text is None:
-            text = Path(path).read_text(encoding="utf-8-sig")  # tolerate Excel's BOM
+            text = per_call.read_text(path, encoding="utf-8-sig")  # tolerate Excel's BOM
     except FileNotFoundError:
         raise DataError("file not found", file=path,
                         fix=f"pass an existing CSV with {flag}") from None

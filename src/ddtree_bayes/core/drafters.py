@@ -196,12 +196,16 @@ def drafter_table(path: str | Path | None = None, text: str | None = None
     """
     import dataclasses
 
+    from ddtree_bayes.core import per_call
     from ddtree_bayes.core.paths import bundled
 
-    builtin = load_drafter_cards(bundled("drafters.csv"))
+    def cards(file: str | Path) -> tuple[DrafterCard, ...]:   # (once per call: core/per_call.py)
+        return per_call.parsed("drafter cards", file, lambda: load_drafter_cards(file))
+
+    builtin = cards(bundled("drafters.csv"))
     if path is None:
         return builtin
-    own = load_drafter_cards(path, text)
+    own = load_drafter_cards(path, text) if text is not None else cards(path)
     names = {c.drafter for c in own}
     taken = {(c.target_model, m) for c in own if c.default for m in c.methods}
     kept = []

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ddtree_bayes.core import likelihood as C
-from ddtree_bayes.core import paths
+from ddtree_bayes.core import paths, per_call
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import (
     DEFAULT_SEED,
@@ -988,8 +988,7 @@ def load_seed_table(workdir: Path | None = None) -> list[dict[str, str]]:
     parsed once per process while the file's bytes are unchanged; each call gets its own
     copy of the rows."""
     path = paths.data_file("seed_estimates.csv", workdir)
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = per_call.read_bytes(path)
     digest, key = hashlib.sha256(data).hexdigest(), str(path.resolve())
     held = _SEED_TABLES.get(key)
     if held is None or held[0] != digest:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddtree_bayes.core import per_call
 from ddtree_bayes.core.config import AcceptancePrior, PriorsConfig
 from ddtree_bayes.core.data import (
     AR_METHOD,
@@ -232,7 +233,7 @@ def _read_as_stored(path: Path) -> tuple[set[str], str]:
     """(sha256 of a file as the fit stores it: its text as the loaders read it (universal
     newlines, no BOM), and of its raw bytes (fits made before that was noticed), the text).
     A CRLF file is unchanged if either hash matches."""
-    raw = path.read_bytes()
+    raw = per_call.read_bytes(path)
     text = raw.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     return {hashlib.sha256(raw).hexdigest(), hashlib.sha256(text.encode()).hexdigest()}, text
 
@@ -323,7 +324,7 @@ def here_drafters(draws: Fit, workdir: Path | None = None) -> tuple:
 
     path = own_data_file("drafters.csv", workdir)
     try:
-        key = (str(path), path.read_bytes() if path is not None else b"")
+        key = (str(path), per_call.read_bytes(path) if path is not None else b"")
     except OSError:   # (drafter_table names the problem)
         return drafter_table(path)
     cache = draws.memo.setdefault("here_drafters", {})

@@ -357,11 +357,11 @@ def curve_priors_file(draws: Fit, priors_path: str | Path | None = None) -> Path
 def read_curve(path: str | Path) -> AcceptanceCurve:
     """The ``[acceptance_curve]`` of the priors file ``path`` (``--priors``): PriorsError when
     the file cannot be read, QueryError when it has no curve."""
-    from ddtree_bayes.core import paths
+    from ddtree_bayes.core import paths, per_call
     from ddtree_bayes.core.errors import PriorsError
 
     try:
-        text = Path(path).read_text()
+        text = per_call.read_text(path)
     except OSError as err:
         raise PriorsError(f"cannot read priors file: {err.strerror}", file=str(path),
                           fix="pass an existing file with --priors") from None
