@@ -312,7 +312,7 @@ def test_one_reweighting_update_parses_each_input_once(fitted_workdir, tmp_path,
     the proposal's view of the new data, the reweighted fit's copy), the model and drafter
     cards twice (its inputs, then the cards' changes since the fit), and the stored priors and
     hardware table twice (the previous fit's, and the same texts again in the reweighted
-    fit). Now each text once."""
+    fit). Now each text once (the priors file and the stored copy, one text: once)."""
     from test_living_update import copy_work
 
     work = copy_work(fitted_workdir[0], tmp_path / "w")
@@ -327,10 +327,11 @@ def test_one_reweighting_update_parses_each_input_once(fitted_workdir, tmp_path,
     import json
 
     assert json.loads(out)["made_by"] == "psis-reweight"
-    # the priors file and the previous fit's stored copy: one text, two inputs (the
-    # reweighted fit stores it too: not parsed a third time)
+    # the priors file and the previous fit's stored copy: one text, two inputs, parsed once
+    # (core/per_call.py; it was parsed twice), and the reweighted fit stores it too: not
+    # parsed again
     priors = (work / "models" / "priors.toml").read_text()
-    assert parsed.pop(("toml", priors)) == 2
+    assert parsed.pop(("toml", priors)) == 1
     twice = {(k[0], n) for k, n in parsed.items() if n > 1}
     assert not twice, twice
     # the file's new text: once (not again as the proposal's view of it, nor as the

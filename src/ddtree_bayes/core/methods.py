@@ -106,9 +106,13 @@ def parse_methods(path: str, table: dict) -> dict[str, MethodSpec]:
 def toml_tables(text: str, path: str = "<priors>") -> dict:
     """The tables of priors TOML ``text`` (PriorsError naming ``path`` when it does not parse):
     what :func:`load_methods`, ``parse_priors`` and ``parse_acceptance_curve`` read, parsed once
-    when a caller holds them (a fit's stored priors: ``Fit.priors_tables``). Read-only to them."""
+    when a caller holds them (a fit's stored priors: ``Fit.priors_tables``), and once per call
+    whichever input the text came from (a priors file and the fit's stored copy of it, one
+    text: core/per_call.py). Read-only to them."""
+    from ddtree_bayes.core import per_call
+
     try:
-        return tomllib.loads(text)
+        return per_call.parsed_text("toml", text, lambda: tomllib.loads(text))
     except tomllib.TOMLDecodeError as err:
         raise PriorsError(f"not valid TOML: {err}", file=path, fix="correct the TOML syntax") from None
 
