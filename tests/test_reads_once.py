@@ -379,6 +379,45 @@ def test_next_builds_its_query_parser_once(tmp_path, monkeypatch):
     assert len(parses) > 1 and len(built) <= 1, (len(parses), len(built))
 
 
+#: One call of each command the product owner timed (issue: "the inputs are parsed many times
+#: per call"), on a point-mass fit of the bundled B300 rows.
+ONE_CALL = [("predict", "--accept", "12:16"),
+            ("predict", "--hardware", "h200", "--accept", "14", "--concurrency", "1,8"),
+            ("optimize",),
+            ("next", "--k", "8")]
+
+
+@pytest.mark.parametrize("argv", ONE_CALL, ids=lambda a: "-".join(a[:2]))
+def test_one_call_reads_and_parses_the_measurements_and_cards_once(tmp_path, monkeypatch,
+                                                                    argv):
+    """Each command opens and parses every input once: the measurement file, the model and
+    drafter cards (the built-in ones and the user's), the hardware tables, the seed table and
+    the priors; the fit's stored copies (of the measurements, the hardware table) once each.
+    ``predict`` opened data/drafters.csv four times (the drafter cards' changes, the cards a
+    measurement could be made with, each read its bytes again); ``optimize`` read
+    models/priors.toml twice and parsed its text twice (the fit's staleness and stored copy,
+    the acceptance curve); ``next`` parsed the built-in model cards once per simulated
+    update that asks the structure of the new rows (4 here)."""
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05, jitter=0.05, n=64)
+    for name in ("models.csv", "drafters.csv"):
+        shutil.copy(bundled(name), work / "data" / name)
+    with counting_opens() as opened, counting_inputs(monkeypatch) as parsed:
+        code, out, err = run_cli(work, *argv, "--format", "json")
+    assert code == 0, err
+    counts = {**reads(opened), **{f"data/{n}": opened[(work / "data" / n).resolve()]
+                                  for n in ("drafters.csv",)}}
+    assert counts["data/drafters.csv"] == 1 and counts["data/measurements.csv"] == 1, counts
+    assert all(n == 1 for n in counts.values()), counts
+    twice = sorted((k[0], n) for k, n in parsed.items() if n > 1)
+    assert not twice, twice
+    files = {k[0] for k in parsed if k[0] != "text"}
+    assert {"data/drafters.csv", "_bundled/drafters.csv"} <= files, files
+    # the stored measurements: parsed once (the point-mass fit stores the file's text)
+    assert parsed["text", (work / "data" / "measurements.csv").read_text()] == 1
+    priors = (work / "models" / "priors.toml").read_text()
+    assert parsed["toml", priors] == 1
+
+
 def test_a_call_reads_a_file_once_and_parses_it_once(tmp_path):
     """Inside one call (core/per_call.py: the CLI runs each command in one), the bundled
     drafter cards are parsed once however often asked (``report`` parsed them 20 times, once

@@ -690,13 +690,16 @@ def context_reads(data: Measurements, hardware: dict[str, dict[str, str]] | None
 
 def _tables(cards: dict | None, hardware: dict[str, dict[str, str]] | None
             ) -> tuple[dict, dict[str, dict[str, str]]]:
-    """The model cards and hardware table given, or the bundled ones."""
+    """The model cards and hardware table given, or the bundled ones (the cards parsed once
+    per call: ``next`` builds a spec per simulated result, core/per_call.py)."""
+    from ddtree_bayes.core import per_call
     from ddtree_bayes.core.data import load_hardware
     from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.core.paths import bundled
 
     if cards is None:
-        cards = load_model_cards(bundled("models.csv"))
+        file = bundled("models.csv")
+        cards = dict(per_call.parsed("model cards", file, lambda: load_model_cards(file)))
     if hardware is None:
         hardware = load_hardware(bundled("hardware.csv"))
     return cards, hardware
