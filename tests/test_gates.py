@@ -315,11 +315,11 @@ class FakeBackground:
         self.cancelled = True
 
 
-def _tree(draws: int):
+def _tree(draws: int, chains: int = 4):
     import xarray as xr
 
-    post, stats = trace(a=np.zeros((4, draws)), b=np.zeros((4, draws, 2)),
-                        logp=np.zeros((4, draws)))
+    post, stats = trace(a=np.zeros((chains, draws)), b=np.zeros((chains, draws, 2)),
+                        logp=np.zeros((chains, draws)))
     return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
 
 
@@ -347,6 +347,23 @@ def test_a_trace_shorter_than_asked_is_an_interrupt(monkeypatch, got):
     with pytest.raises(Interrupted, match=f"nutpie returned {got} of 300 draws per chain"):
         inference.run_nutpie("compiled", draws=300)
     assert Interrupted.exit_code == 130 and issubclass(Interrupted, KeyboardInterrupt)
+
+
+@pytest.mark.parametrize("got", [0, 3])
+def test_a_trace_with_fewer_chains_than_asked_is_a_failed_fit(monkeypatch, got):
+    """Every draw of 3 chains when 4 were asked: a chain the sampler dropped is a failed fit
+    (exit 5, one line), not 3 chains the gates judge alone and a fit saved from them."""
+    nutpie = importlib.import_module("nutpie")
+    monkeypatch.setattr(nutpie, "sample", lambda compiled, **kw: FakeBackground(_tree(300, got)))
+    with pytest.raises(UnconvergedError) as err:
+        inference.run_nutpie("compiled", draws=300, chains=4)
+    assert str(err.value).startswith(f"nutpie returned {got} of 4 chains: the fit failed")
+    assert "\n" not in str(err.value) and err.value.exit_code == 5
+    # as many chains as asked (or none named: nutpie's own default) pass
+    tree = _tree(300, 4)
+    monkeypatch.setattr(nutpie, "sample", lambda compiled, **kw: FakeBackground(tree))
+    assert inference.run_nutpie("compiled", draws=300, chains=4) is tree
+    assert inference.run_nutpie("compiled", draws=300) is tree
 
 
 def test_a_whole_trace_passes_through(monkeypatch):

@@ -202,7 +202,7 @@ def test_a_fold_climbs_the_remedy_ladder(inputs, monkeypatch):
     monkeypatch.setattr(nutpie, "sample", sample)
     monkeypatch.setattr(inference, "diagnose", diagnose)
     # 20 draws stand for the 150 asked: not the interrupted run require_draws takes it for
-    monkeypatch.setattr(inference, "require_draws", lambda dt, draws, sampler: None)
+    monkeypatch.setattr(inference, "require_draws", lambda dt, draws, sampler, chains=None: None)
     draws, failures = V.sample_weighted(inputs, np.ones(9), 1, SMALL, remedy=True)
     assert failures == [] and draws.meta["remedy"] == 1
     assert calls == [(150, 150, SMALL.target_accept), (300, 300, SMALL.target_accept)]

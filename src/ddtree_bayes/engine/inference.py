@@ -171,8 +171,9 @@ def run_nutpie(compiled, *, draws: int, say: Callable[[str], None] | None = None
     no draws at all during tuning, and chains padded with NaN during sampling (an older
     version saved that as a converged fit). Here the sampler runs in the background; an
     interrupt cancels it and is raised again, a signal that something else swallowed is
-    raised (:func:`ddtree_bayes.core.interrupts.check`), and a trace with fewer draws than
-    asked raises :class:`~ddtree_bayes.core.errors.Interrupted` (:func:`require_draws`).
+    raised (:func:`ddtree_bayes.core.interrupts.check`), a trace with fewer draws than
+    asked raises :class:`~ddtree_bayes.core.errors.Interrupted` and one with fewer chains
+    than asked (``chains=``) a failed fit (:func:`require_draws`).
     ``say`` (without nutpie's bar: a log file) gets one line when every chain has tuned."""
     import nutpie
 
@@ -185,7 +186,7 @@ def run_nutpie(compiled, *, draws: int, say: Callable[[str], None] | None = None
         sampler.cancel()
         raise
     interrupts.check()
-    require_draws(dt, draws, "nutpie")
+    require_draws(dt, draws, "nutpie", chains=kwargs.get("chains"))
     return dt
 
 
@@ -201,13 +202,23 @@ def _tuned_callback(say: Callable[[str], None], t0: float) -> Callable[[list], N
     return callback
 
 
-def require_draws(dt, draws: int, sampler: str) -> None:
-    """Raise :class:`Interrupted` when the posterior has fewer than ``draws`` per chain."""
-    got = int(dt["posterior"].to_dataset().sizes.get("draw", 0))
+def require_draws(dt, draws: int, sampler: str, chains: int | None = None) -> None:
+    """Raise :class:`Interrupted` when the posterior has fewer than ``draws`` per chain, and
+    :class:`UnconvergedError` (a failed fit: nothing is saved) when it has fewer than
+    ``chains`` chains (a chain the sampler dropped; the gates would judge the rest alone)."""
+    sizes = dt["posterior"].to_dataset().sizes
+    got = int(sizes.get("draw", 0))
     if got < draws:
         from ddtree_bayes.core.errors import Interrupted
 
         raise Interrupted(f"{sampler} returned {got} of {draws} draws per chain")
+    n_chains = int(sizes.get("chain", 0))
+    if chains is not None and n_chains < chains:
+        from ddtree_bayes.core.errors import UnconvergedError
+
+        raise UnconvergedError(f"{sampler} returned {n_chains} of {chains} chains: the fit "
+                               "failed and nothing was saved (fix: fit again; another --seed "
+                               "if it happens again)")
 
 
 def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
@@ -261,7 +272,7 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
                        nuts_sampler="pymc", progressbar=progress and sys.stderr.isatty(),
                        compute_convergence_checks=False)
         interrupts.check()   # PyMC, too, returns what it has on KeyboardInterrupt
-        require_draws(dt, settings.n_draws, "PyMC")
+        require_draws(dt, settings.n_draws, "PyMC", chains=settings.chains)
         timings["sample_s"] = time.perf_counter() - t0
     else:
         raise ValueError(f"unknown backend {backend!r}: use 'nutpie' or 'pymc'")
