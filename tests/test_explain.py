@@ -72,6 +72,23 @@ def test_the_split_is_of_the_rows_own_draws_and_adds_up_by_hand():
     assert {k: v for k, v in uniform.items() if k != "explain"} == plain[-1]
 
 
+def test_a_term_that_does_not_vary_has_a_share_of_exactly_zero():
+    """A given --accept 12 on the point-mass fit: the acceptance, target step and overhead
+    are one value each, so their shares are 0 exactly and the noise's 1 (the regression
+    left 9.25e-18 on each and 0.9999999999999998 on the noise, printed as 9e-18)."""
+    d = point_mass_draws(n=20_000, noise_sd=0.05)
+    for accept in ("12", "14", "2.5"):
+        (given,) = explained(d, engines=("sglang",), accept=accept)
+        t = terms(given)
+        assert [t[k]["share"] for k in ("acceptance", "target step", "speculative overhead",
+                                        "noise and discrepancy")] == [0.0, 0.0, 0.0, 1.0]
+    # a range still splits by hand (Var(log U(12,16)) : 0.05^2), nothing rounded away
+    (*_, u) = explained(d, engines=("sglang",), accept="12:16")
+    va = var_log_uniform(12, 16)
+    assert terms(u)["acceptance"]["share"] == pytest.approx(va / (va + 0.05 ** 2), abs=0.02)
+    assert 0 < terms(u)["acceptance"]["share"] < 1
+
+
 def test_the_target_step_of_an_unmeasured_system_names_the_system_it_is_transferred_from():
     """--explain's target-step column of a system never measured said "transferred (prior-
     driven roofline and transfer spread)" without saying from where, where predict's warning

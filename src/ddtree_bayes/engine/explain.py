@@ -227,8 +227,13 @@ def explain_row(parts: dict[str, np.ndarray], noise: np.ndarray, accept: np.ndar
     shares: dict[str, float] = dict.fromkeys(factors, 0.0)
     r2 = 0.0
     if finite.sum() >= 2:   # (predict refuses a non-finite answer: nothing to split)
-        dec = shapley_variance_shares(y[finite], {k: f[finite] for k, f in factors.items()})
-        shares, r2 = dec["shares"], float(dec["r2"])
+        # a term of one value (a given --accept, a point-mass step) explains nothing: its
+        # share is 0 exactly, not the regression's floating noise (9e-18 printed as a share)
+        varying = {k: f[finite] for k, f in factors.items() if np.ptp(f[finite]) > 0}
+        if varying:
+            dec = shapley_variance_shares(y[finite], varying)
+            shares.update({k: round(v, 12) for k, v in dec["shares"].items()})
+            r2 = round(float(dec["r2"]), 12)
         y = y[finite]
     lo_q, hi_q = (1 - prob) / 2, 1 - (1 - prob) / 2
 
