@@ -84,6 +84,12 @@ def test_api_fit_refuses_no_tuning_before_compiling(tmp_path):
                                            "'native'])"),
     ({"accept": 14, "engines": ["sglang", " "]}, "engines holds ' ', which is not an engine"),
     ({"accept": 14, "engines": ["sglang", None]}, "engines holds None, which is not an engine"),
+    # engines=[] answered the default engines (2 rows) where --engine '' is refused
+    ({"accept": 14, "engines": []}, "engines [] names no engine (fix: give engine names, e.g. "
+                                    "engines=['sglang', 'native'], or leave engines out for "
+                                    "the default engines)"),
+    ({"accept": 14, "engines": ()}, "engines () names no engine"),
+    ({"accept": 14, "engine": []}, "engines [] names no engine"),
     ({"accept": 14, "target": -5}, "--target -5 is not a finite throughput >= 0"),
     # numpy met seed=-1 with a bare ValueError and seed=1.5 with a TypeError
     ({"accept": 14, "seed": -1}, "seed -1 is not a whole number from 0 to 4294967295 (fix: "

@@ -1138,6 +1138,10 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
     if engines is not None and not isinstance(engines, str | list | tuple):
         raise QueryError(f"engines {engines!r} is not an engine name or a list of them",
                          fix="give engine names, e.g. engines=['sglang', 'native']")
+    if isinstance(engines, list | tuple) and not engines:   # (answered the default engines)
+        raise QueryError(f"engines {engines!r} names no engine",
+                         fix="give engine names, e.g. engines=['sglang', 'native'], or leave "
+                             "engines out for the default engines")
     if not isinstance(explain, bool | np.bool_):
         raise QueryError(f"explain {explain!r} is not True or False",
                          fix="give explain=True for each row's variance split (as --explain), "
