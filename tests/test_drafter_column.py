@@ -577,7 +577,7 @@ def test_card_add_not_default_writes_a_second_head_rows_name(tmp_path):
             "llama-3.1-8b-instruct")
     (tmp_path / "data").mkdir()
     head = bundled("drafters.csv").read_text().splitlines()[0]
-    (tmp_path / "data" / "drafters.csv").write_text(head.removesuffix(",default") + "\n")
+    (tmp_path / "data" / "drafters.csv").write_text(head.removesuffix(",default,block_size") + "\n")
     assert run_cli(tmp_path, *args, "--name", "first-head")[0] == 0
     code, out, err = run_cli(tmp_path, *args, "--name", "other-head", "--not-default",
                              "--format", "json")

@@ -50,6 +50,11 @@ IN_TARGET_KINDS = frozenset({"mtp_module"})
 #: (``OWN_HEAD_KINDS``) follow from it, so a misspelt kind is refused, not read as another.
 KINDS = ("eagle_head", "eagle3_head", "mtp_module", "dflash_block", "draft_model",
          "medusa_heads")
+#: The drafter kinds that draft a block in one pass, whose card may give the ``block_size``
+#: the drafter was trained at (its config.json's): a question or row at a larger block asks
+#: for positions the drafter never learned to fill, and it emits no more per step than its
+#: trained block (:func:`block_problem`).
+BLOCK_KINDS = frozenset({"dflash_block"})
 #: Layers of a generic drafter, per method, when a target has no drafter card.
 GENERIC_LAYERS = {"dflash": 5, "ddtree": 5, "draft-model": 4, "pard": 4}
 GENERIC_LAYERS_DEFAULT = 1
@@ -76,6 +81,10 @@ class DrafterCard:
     #: (``default`` no): only the rows that name it in their ``drafter`` column, and
     #: ``predict --drafter``
     default: bool = True
+    #: the block the drafter was trained at (a :data:`BLOCK_KINDS` card's ``block_size``
+    #: column, from its config.json); None: not known (blank, or a card made before the
+    #: column: a fit of an older version stores none)
+    block_size: int | None = None
 
     @property
     def pass_params_b(self) -> float:
@@ -144,7 +153,8 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
                            tuple(m for m in cell["method"].split(";") if m), cell["kind"],
                            int(layers), active, head, bpw, cell["source"],
                            _yes_no(path, row, cell.get("shares_lm_head", ""), cell["kind"]),
-                           _default(path, row, cell.get("default", "")))
+                           _default(path, row, cell.get("default", "")),
+                           _block_size(path, row, cell.get("block_size", ""), cell["kind"]))
         for method in card.methods if card.default else ():
             other = serves.setdefault((card.target_model, method), (row, card.drafter))
             if other[0] != row:
@@ -176,8 +186,14 @@ def stored_card_dict(d: dict) -> dict:
 
     >>> stored_card_dict({"drafter": "d"})
     {'drafter': 'd', 'default': True}
+    >>> stored_card_dict({"drafter": "d", "default": False, "block_size": 16})
+    {'drafter': 'd', 'default': False}
+
+    ``block_size`` is left out: it prices no pass (it bounds the blocks asked and the
+    acceptance, read from the cards here), and a fit made before the column stored none.
     """
-    return {**d, "default": d.get("default", True)}
+    return {**{k: v for k, v in d.items() if k != "block_size"},
+            "default": d.get("default", True)}
 
 
 def drafter_table(path: str | Path | None = None, text: str | None = None
@@ -215,6 +231,96 @@ def drafter_table(path: str | Path | None = None, text: str | None = None
         if card.drafter not in names and methods:
             kept.append(dataclasses.replace(card, methods=methods))
     return tuple(kept) + own
+
+
+def _block_size(path: str, row: int, value: str, kind: str) -> int | None:
+    """``block_size``: blank (or no such column) is not known; else a whole number >= 2 (an
+    anchor and one drafted position), of a kind that drafts a block (:data:`BLOCK_KINDS`).
+
+    >>> _block_size("d.csv", 2, "", "eagle3_head"), _block_size("d.csv", 2, "16", "dflash_block")
+    (None, 16)
+    """
+    if not value.strip():
+        return None
+    if kind not in BLOCK_KINDS:
+        raise DataError(f"a {kind} drafts no block: block_size is for "
+                        + ", ".join(sorted(BLOCK_KINDS)) + " cards", file=path, row=row,
+                        column="block_size", fix="leave block_size blank")
+    size = parse_number(path, row, "block_size", value, integer=True)
+    if size is None or size < 2:
+        raise DataError(f"block_size {value.strip()!r} is not a block of 2 or more",
+                        file=path, row=row, column="block_size",
+                        fix="give the block_size of the drafter's config.json (e.g. 16), or "
+                            "leave it blank when not known")
+    return int(size)
+
+
+def trained_block(cards: tuple[DrafterCard, ...], model: str, method: str,
+                  drafter: str | None = None) -> tuple[int, DrafterCard] | None:
+    """The block ``model``'s ``method`` drafter was trained at, and its card: the card
+    ``drafter`` names, else the model's default card (:func:`drafter_for`); the block is the
+    last card of that name that gives one (an own card after the built-in, the cards here
+    after a fit's stored ones, which an older version stored without it). None: no card, or
+    its block is not known.
+
+    >>> c = DrafterCard("d", "m", ("ddtree",), "dflash_block", 5, 1.0, 0.6, 2, "s",
+    ...                 block_size=16)
+    >>> trained_block((c,), "m", "ddtree")[0], trained_block((c,), "m", "eagle3")
+    (16, None)
+    """
+    card = (drafter_for(cards, model, method) if drafter is None
+            else card_named(cards, drafter))
+    if card is None or not serves(card, model, method):
+        return None
+    block = next((c.block_size for c in reversed(tuple(cards))
+                  if c.drafter == card.drafter and c.block_size is not None), None)
+    return None if block is None else (block, card)
+
+
+def block_problem(cards: tuple[DrafterCard, ...], model: str, method: str,
+                  block: int | None, drafter: str | None = None,
+                  flag: str = "block") -> tuple[str, str] | None:
+    """(problem, fix) of a block above the one ``model``'s ``method`` drafter was trained at
+    (:func:`trained_block`; ``flag`` names the block where the problem is told); None: no
+    block, a block within it, or no trained block known.
+
+    >>> c = DrafterCard("z/D-b16", "m", ("ddtree",), "dflash_block", 5, 1.0, 0.6, 2, "s",
+    ...                 block_size=16)
+    >>> block_problem((c,), "m", "ddtree", 32)[0]
+    "block 32 is above the block 16 m's ddtree drafter z/D-b16 was trained at (its card's \
+block_size)"
+    >>> block_problem((c,), "m", "ddtree", 16) is None
+    True
+    """
+    trained = trained_block(cards, model, method, drafter)
+    if block is None or trained is None or block <= trained[0]:
+        return None
+    size, card = trained
+    return (f"{flag} {block} is above the block {size} {model}'s {method} drafter "
+            f"{card.drafter} was trained at (its card's block_size)",
+            f"give a block of at most {size}, or name a drafter trained at block {block} "
+            "(its card in data/drafters.csv, with its block_size)")
+
+
+def row_block_problem(cards: tuple[DrafterCard, ...], m) -> tuple[str, str, str] | None:
+    """(problem, fix, column) of a measurement row (a
+    :class:`~ddtree_bayes.core.data.Measurement`) its drafter's trained block rules out: a
+    block above it (:func:`block_problem`), or, with no block given, an ``accept_len`` above
+    what a step of that block can emit (:func:`~ddtree_bayes.core.methods.max_accept`)."""
+    from ddtree_bayes.core.methods import max_accept
+
+    problem = block_problem(cards, m.model, m.method, m.block, m.drafter)
+    if problem is not None:
+        return (*problem, "block")
+    trained = trained_block(cards, m.model, m.method, m.drafter)
+    if trained is None or m.accept_len is None:
+        return None
+    limit = max_accept(m.method, m.block, m.budget, None, m.verify_tokens,
+                       trained_block=trained[0])
+    if limit.admits(m.accept_len):
+        return None
+    return (limit.refusal(f"accept_len {m.accept_len:g}"), limit.fix("accept_len"),
+            "accept_len")
 
 
 def _number(path: str, row: int, cell: dict[str, str], col: str, integer: bool = False
@@ -379,13 +485,17 @@ def drafter_problem(cards: tuple[DrafterCard, ...], model: str, method: str, dra
 def check_row_drafters(rows, cards: tuple[DrafterCard, ...], path: str) -> None:
     """Refuse the first row (a :class:`~ddtree_bayes.core.data.Measurement`) whose ``drafter``
     names no card of ``cards`` that drafts its method for its model (file, row, column
-    ``drafter``, fix)."""
+    ``drafter``, fix), or whose block or accept_len its drafter's trained block rules out
+    (:func:`row_block_problem`)."""
     for m in rows:
         if m.drafter is not None:
             problem = drafter_problem(cards, m.model, m.method, m.drafter)
             if problem is not None:
                 raise DataError(problem[0], file=path, row=m.row, column="drafter",
                                 fix=problem[1])
+        block = row_block_problem(cards, m)   # (a block above the drafter's trained one)
+        if block is not None:
+            raise DataError(block[0], file=path, row=m.row, column=block[2], fix=block[1])
 
 
 def generic_drafter(method: str) -> str:

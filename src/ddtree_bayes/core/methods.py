@@ -344,7 +344,8 @@ anchor), verified as 16 tokens per step, not 17', 'verify_tokens')
 
 def max_accept(method: str, block: int | None, budget: int | None,
                methods: Mapping[str, MethodSpec] | None = None,
-               verify_tokens: int | None = None) -> AcceptLimit:
+               verify_tokens: int | None = None,
+               trained_block: int | None = None) -> AcceptLimit:
     """The most tokens one step of a configuration can emit: the one rule every command uses
     (predict's and next's ``--accept``, tracked queries, optimize's acceptance curve, the
     report's fan, acceptance priors and inferred acceptance, and ``accept_len`` in the data).
@@ -368,7 +369,11 @@ def max_accept(method: str, block: int | None, budget: int | None,
       bound reads ``depth + 1 (block = depth)``;
     - ``budget + 1``: a tree of ``budget`` draft nodes is at most a chain of ``budget`` (the
       bound of a tree whose depth is not known: no block, or ``depth = "budget"``);
-    - ``verify tokens``: M, when given (M = budget + 1 when derived).
+    - ``verify tokens``: M, when given (M = budget + 1 when derived);
+    - the drafter's trained block (``trained_block``: its card's ``block_size``, core/
+      drafters.py), as ``block`` is bounded: a block drafter emits no more per step than the
+      block it was trained at, whatever block a question names (a block above it is refused
+      where the card is read; the bound binds when no block is given).
 
     The method's entry is :func:`method_spec`'s: in ``methods``, else in the bundled table (a
     reader with no priors of its own, or a table that lacks it: the fraction form needs none).
@@ -392,6 +397,11 @@ def max_accept(method: str, block: int | None, budget: int | None,
     (9.0, 'budget + 1')
     >>> max_accept("dflash", 16, 15, table, 16).describe(), max_accept("ar", None, None).tokens
     ('at most 16 tokens per step: block - 1 drafts + 1', 1.0)
+    >>> max_accept("ddtree", None, 64, table, 65, trained_block=16).refusal("--accept 20")
+    '--accept 20 is above what ddtree with a drafter trained at block 16 can emit (at most 16 \
+tokens per step: the trained block - 1 drafts + 1)'
+    >>> max_accept("ddtree", 16, 64, table, 65, trained_block=16).subject   # (the block's own)
+    'ddtree with block 16'
     """
     if method == AR_METHOD:
         return AcceptLimit(1.0, "autoregressive decoding emits exactly 1", method)
@@ -403,6 +413,12 @@ def max_accept(method: str, block: int | None, budget: int | None,
         sequential = spec is not None and spec.passes == "block"
         bounds.append((block + 1.0, "depth + 1 (block = depth)" if sequential
                        else "block + 1", f"{method} with block {block}"))
+    if trained_block is not None:
+        anchored = spec is not None and spec.depth == "block - 1"
+        bounds.append((float(trained_block) if anchored else trained_block + 1.0,
+                       "the trained block - 1 drafts + 1" if anchored
+                       else "the trained block + 1",
+                       f"{method} with a drafter trained at block {trained_block}"))
     if budget is not None:
         bounds.append((budget + 1.0, "budget + 1", f"{method} with budget {budget}"))
     if verify_tokens is not None:

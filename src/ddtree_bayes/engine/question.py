@@ -682,7 +682,7 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                               engine=engine, method=config["method"], block=config["block"],
                               budget=config["budget"], verify_tokens=config["verify_tokens"],
                               context_tokens=context, model=flags.model,
-                              kv_cache=flags.kv_cache)
+                              kv_cache=flags.kv_cache, drafter=flags.drafter)
         if flags.drafter is not None:
             sc = with_drafter(fit, sc, flags.drafter, prefix)
             if request is None and acceptance and not drafter_acceptance(fit, sc):

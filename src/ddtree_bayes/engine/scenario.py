@@ -750,9 +750,12 @@ q8_0, q4_0)
 def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str, method: str,
                      block: int | None, budget: int | None, verify_tokens: int | None,
                      context_tokens: float | None, model: str | None = None,
-                     concurrency: int = 1, kv_cache: str | None = None) -> Scenario:
+                     concurrency: int = 1, kv_cache: str | None = None,
+                     drafter: str | None = None) -> Scenario:
     """Fill in defaults (model, GPU count, verify tokens, context) and check the fit can answer.
     ``kv_cache``: the deployment's KV-cache dtype (``--kv-cache``; :attr:`Scenario.kv_cache`).
+    ``drafter``: the ``--drafter`` asked (:func:`with_drafter` sets its card), whose trained
+    block, not the default card's, bounds the block (:func:`trained_block_of`).
 
     A system without measurements is answered by hardware transfer (see
     :func:`transferred_parameters`) when its GPU is in the fit's hardware table and the
@@ -808,7 +811,10 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
     if concurrency < 1:
         raise QueryError(f"concurrency {concurrency} is below 1",
                          fix="give the number of streams decoded together, e.g. 1,4,8")
-    limit = accept_limit(draws, method, block, budget, int(verify_tokens))
+    # a block above the one the model's drafter was trained at is refused; with no block
+    # given, that block bounds what a step emits (core/drafters.py trained_block)
+    trained = trained_block_of(draws, model, method, block, drafter)
+    limit = accept_limit(draws, method, block, budget, int(verify_tokens), trained)
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
                     float(context_tokens), measured, model, multi, limit, int(concurrency),
                     kv_cache=check_kv_cache(kv_cache), gpus_from=gpus_from)
@@ -1445,7 +1451,11 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
     if not serves(card, target, sc.method):
         raise QueryError(prefix + f"drafter {name!r} drafts for {card.target_model}, not "
                          f"{target}", fix="use a drafter trained for the target model")
-    return dataclasses.replace(sc, drafter=card,
+    # (this drafter's trained block, not the default card's: refused above it, and the bound
+    # of what a step emits)
+    trained = trained_block_of(draws, sc.model, sc.method, sc.block, name, prefix)
+    limit = accept_limit(draws, sc.method, sc.block, sc.budget, sc.verify_tokens, trained)
+    return dataclasses.replace(sc, drafter=card, accept_limit=limit,
                                drafter_named=drafter_asked(draws, sc.model, sc.method, name))
 
 
@@ -1482,12 +1492,36 @@ def with_row_drafter(draws: Fit, sc: Scenario, m) -> Scenario:
 
 #: The methods tables of the priors texts parsed in this process (a fit's priors, once).
 def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
-                 verify_tokens: int | None = None) -> AcceptLimit:
+                 verify_tokens: int | None = None, trained_block: int | None = None
+                 ) -> AcceptLimit:
     """What one step of this configuration can emit, by the fit's methods table
-    (:func:`~ddtree_bayes.core.methods.max_accept`); ``verify_tokens`` None: derived."""
+    (:func:`~ddtree_bayes.core.methods.max_accept`); ``verify_tokens`` None: derived;
+    ``trained_block``: the block the drafter was trained at (:func:`trained_block_of`)."""
     if verify_tokens is None:
         verify_tokens = derive_verify_tokens(method, block, budget, draws.methods)
-    return max_accept(method, block, budget, draws.methods, verify_tokens)
+    return max_accept(method, block, budget, draws.methods, verify_tokens,
+                      trained_block=trained_block)
+
+
+def trained_block_of(draws: Fit, model: str | None, method: str, block: int | None,
+                     drafter: str | None = None, prefix: str = "") -> int | None:
+    """The block ``model``'s (None: the fit's) ``method`` drafter was trained at, from its
+    card's ``block_size`` (the card ``drafter`` names, else the model's default card; the
+    cards here over the fit's stored ones, :func:`drafter_cards`; core/drafters.py
+    ``trained_block``), or None when not known. A ``block`` above it is refused: one
+    QueryError naming the drafter and the block it was trained at (a block-16 DFlash drafter
+    asked at block 32 answered with an acceptance of 20, more than it emits per step)."""
+    from ddtree_bayes.core.drafters import block_problem, trained_block
+
+    target = priced_target(draws, model)
+    if method == AR_METHOD or target is None:
+        return None
+    cards = drafter_cards(draws)
+    problem = block_problem(cards, target, method, block, drafter)
+    if problem is not None:
+        raise QueryError(prefix + problem[0], fix=problem[1])
+    trained = trained_block(cards, target, method, drafter)
+    return None if trained is None else trained[0]
 
 
 def priced_target(draws: Fit, model: str | None) -> str | None:

@@ -292,7 +292,7 @@ def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
     when absent; drafter rows to ``drafters_file``). Both files are checked before either is
     written (:func:`check_cards`): a refused name or an invalid file writes nothing."""
     plans = check_cards(derived, models_file, drafters_file, replace=replace)
-    optional = {"model": OPTIONAL_CARD_COLUMNS, "drafter": ("default",)}
+    optional = {"model": OPTIONAL_CARD_COLUMNS, "drafter": ("default", "block_size")}
     return write_plans([(path, seed, key, rows, check, optional.get(key, ()))
                         for path, seed, key, rows, check in plans], replace=replace,
                        what="card add")
@@ -316,7 +316,7 @@ def check_cards(derived: Derived, models_file: Path, drafters_file: Path, *, rep
     if derived.drafters:
         plans.append((drafters_file, ",".join(DRAFTER_HEADER) + "\n", "drafter",
                       derived.drafters, lambda p, text: drafter_table(p, text=text)))
-    optional = {"model": OPTIONAL_CARD_COLUMNS, "drafter": ("default",)}
+    optional = {"model": OPTIONAL_CARD_COLUMNS, "drafter": ("default", "block_size")}
     for path, seed, key, rows, check in plans:      # every refusal before any write
         if path.exists() and not path.is_file():
             raise InputError("not a file", file=str(path), fix="pass a CSV file to write")

@@ -18,7 +18,7 @@ from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden_size",
                   "intermediate_size", "params_b", "params_active_b", "lm_head_params_b",
                   "shares_lm_head", "shares_embeddings", "draft_vocab", "bytes_per_weight",
-                  "sweeps", "source", "derived", "notes", "default")
+                  "sweeps", "source", "derived", "notes", "default", "block_size")
 
 
 def sha256_of(path: Path) -> str:

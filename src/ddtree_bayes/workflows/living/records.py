@@ -37,7 +37,7 @@ from ddtree_bayes.core.data import (
     unknown_hardware_fix,
     weights_problem,
 )
-from ddtree_bayes.core.drafters import drafter_problem
+from ddtree_bayes.core.drafters import drafter_problem, row_block_problem
 from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError, closest
 from ddtree_bayes.core.methods import AR_METHOD, MethodSpec
 from ddtree_bayes.core.pairs import impossible_step
@@ -525,6 +525,11 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                         drafters, m.model, m.method, m.drafter)) is not None:
                     raise DataError(problem[0], file=item.origin, row=line, column="drafter",
                                     fix=problem[1])
+                # a block above the drafter's trained one, or an accept_len above what it
+                # can emit: a configuration no deployment of its card runs
+                if (block := row_block_problem(drafters, m)) is not None:
+                    raise DataError(block[0], file=item.origin, row=line, column=block[2],
+                                    fix=block[1])
                 note = card_weights_note(cards.get(m.model), hardware, m)
                 unknown = _unknown_model(current, cards, m.model, data_path)
                 if unknown is not None:

@@ -1,0 +1,220 @@
+"""A block drafter's trained block (its card's ``block_size``, core/drafters.py): z-lab's
+Qwen3-8B DFlash drafter was trained at block 16, yet ``add --model qwen3-8b --method ddtree
+--block 32 --budget 64 --accept 20`` was appended, and predict, optimize and next answered at
+block 32 with acceptances up to 20, more than a block-16 drafter emits in a step. A block
+above the trained one is refused (one line, exit 2, nothing written) where a model's card
+names it, and with no block given the trained block bounds the acceptance."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.drafters import (
+    DrafterCard,
+    block_problem,
+    check_row_drafters,
+    drafter_table,
+    load_drafter_cards,
+    stored_card_dict,
+    stored_cards,
+    trained_block,
+)
+from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.methods import max_accept
+from ddtree_bayes.core.paths import bundled
+from test_add_intake import workdir
+from test_cli_support import make_point_mass_workdir, run_cli
+
+pytestmark = pytest.mark.fast
+
+BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
+QWEN_ROW = ["--model", "qwen3-8b", "--hardware", "h200", "--gpus", "1", "--engine", "hf",
+            "--method", "ddtree", "--tok-s", "700", "--source", "test"]
+#: a block-8 DDTree drafter of the point-mass fit's model (kimi-k2.6), in data/drafters.csv
+KIMI_B8 = ("drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+           "bytes_per_weight,source,block_size\n"
+           "my/kimi-dflash-b8,kimi-k2.6,ddtree;dflash,dflash_block,5,1.0,1.0,2,a test card,8\n")
+
+
+def test_the_bundled_block_drafters_name_their_trained_block():
+    """z-lab/Qwen3-8B-DFlash-b16: block_size 16 (the z-lab source config its source cites);
+    DFlash2: 8 (its config.json as the design note quotes it, "block-8 checkpoint"); no other
+    kind drafts a block."""
+    cards = load_drafter_cards(bundled("drafters.csv"))
+    sizes = {c.drafter: c.block_size for c in cards}
+    assert sizes["z-lab/Qwen3-8B-DFlash-b16"] == 16
+    assert sizes["incoai/Qwen3.8-27B-DFlash2 (also published as z-lab/Qwen3.8-27B-DFlash2)"] == 8
+    assert {c.drafter for c in cards if c.block_size is not None} == {
+        "z-lab/Qwen3-8B-DFlash-b16",
+        "incoai/Qwen3.8-27B-DFlash2 (also published as z-lab/Qwen3.8-27B-DFlash2)"}
+    assert trained_block(cards, "qwen3-8b", "ddtree")[0] == 16
+    assert trained_block(cards, "qwen3.8-27b-q4_k_m", "dflash")[0] == 8   # (a deployment card)
+    assert trained_block(cards, "llama-3.1-8b-instruct", "eagle3") is None
+    assert bundled("drafters.csv").read_bytes() == (
+        Path(__file__).resolve().parents[1] / "data" / "drafters.csv").read_bytes()
+
+
+def test_the_trained_block_bounds_what_a_step_emits_when_no_block_is_given():
+    """ddtree budget 64 and no block: budget + 1 = 65 tokens bounded it; a drafter trained at
+    block 16 emits at most 15 drafts + the bonus token = 16."""
+    assert max_accept("ddtree", None, 64, None, 65).tokens == 65
+    limit = max_accept("ddtree", None, 64, None, 65, trained_block=16)
+    assert (limit.tokens, limit.rule) == (16, "the trained block - 1 drafts + 1")
+    # a block of its own, within the trained one, is still its own bound
+    assert max_accept("ddtree", 8, 64, None, 65, trained_block=16).tokens == 8
+
+
+def test_add_refuses_a_block_above_the_drafters_and_nothing_is_written(tmp_path):
+    root = workdir(tmp_path)
+    path = root / "data" / "measurements.csv"
+    before = path.read_bytes()
+    code, out, err = run_cli(root, "add", *QWEN_ROW, "--block", "32", "--budget", "64",
+                             "--accept", "20")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err == ("ddtree-bayes: error: data/measurements.csv (new row), row 11, column "
+                   "'block': block 32 is above the block 16 qwen3-8b's ddtree drafter "
+                   "z-lab/Qwen3-8B-DFlash-b16 was trained at (its card's block_size) (fix: "
+                   "give a block of at most 16, or name a drafter trained at block 32 (its "
+                   "card in data/drafters.csv, with its block_size))\n")
+    assert path.read_bytes() == before
+    # no block: acceptance 20 is above the 16 a block-16 drafter emits (65 bounded it)
+    code, _, err = run_cli(root, "add", *QWEN_ROW, "--budget", "64", "--verify-tokens", "65",
+                           "--accept", "20")
+    assert code == 2 and "column 'accept_len': accept_len 20 is above what ddtree with a " \
+        "drafter trained at block 16 can emit (at most 16 tokens per step" in err, err
+    assert path.read_bytes() == before
+    # the trained block itself, and another model's block 32 (no card names a block), pass
+    assert run_cli(root, "add", *QWEN_ROW, "--block", "16", "--budget", "64",
+                   "--accept", "12")[0] == 0
+    rows = load_measurements(path, load_hardware(root / "data" / "hardware.csv")).rows
+    assert (rows[-1].model, rows[-1].block, rows[-1].accept_len) == ("qwen3-8b", 16, 12.0)
+
+
+def test_add_from_bench_refuses_a_block_above_the_drafters(tmp_path):
+    """A vLLM DFlash run of block 32 (31 drafts a step) against qwen3-8b, whose DFlash
+    drafter was trained at block 16."""
+    root = workdir(tmp_path)
+    path = root / "data" / "measurements.csv"
+    before = path.read_bytes()
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    src = tmp_path / "dflash32.json"
+    src.write_text(json.dumps(dict(
+        raw, model_id="Qwen/Qwen3-8B", tokenizer_id="Qwen/Qwen3-8B",
+        spec_decode_num_drafts=1000, spec_decode_draft_tokens=31000,
+        spec_decode_accepted_tokens=19000, spec_decode_acceptance_length=20.0,
+        spec_decode_acceptance_rate=19000 / 31000 * 100,
+        spec_decode_per_position_acceptance_rates=[0.95] * 19 + [0.0] * 12)))
+    argv = ["add", "--from-bench", str(src), "--hardware", "h200", "--gpus", "1",
+            "--engine", "vllm", "--method", "dflash", "--model", "qwen3-8b"]
+    code, out, err = run_cli(root, *argv, "--block", "32")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "column 'block': block 32 is above the block 16 qwen3-8b's dflash drafter " \
+        "z-lab/Qwen3-8B-DFlash-b16 was trained at" in err, err
+    assert path.read_bytes() == before
+
+
+def test_a_data_file_with_a_block_above_the_drafters_is_refused_as_fit_reads_it(tmp_path):
+    """fit's check of the rows (core/drafters.py check_row_drafters): a hand-edited row."""
+    csv = tmp_path / "m.csv"
+    head = ("model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
+            "context_tokens,tok_s,source,notes\n")
+    csv.write_text(head + "qwen3-8b,h200,1,hf,ddtree,32,64,65,20,,700,s,\n")
+    data = load_measurements(csv, load_hardware(bundled("hardware.csv")))
+    with pytest.raises(DataError, match=r"m\.csv, row 2, column 'block': block 32 is above the "
+                                        r"block 16 qwen3-8b's ddtree drafter"):
+        check_row_drafters(data.rows, drafter_table(), str(csv))
+    csv.write_text(head + "qwen3-8b,h200,1,hf,ddtree,16,64,65,12,,700,s,\n")
+    data = load_measurements(csv, load_hardware(bundled("hardware.csv")))
+    check_row_drafters(data.rows, drafter_table(), str(csv))
+
+
+@pytest.fixture
+def kimi_b8(tmp_path) -> Path:
+    root = make_point_mass_workdir(tmp_path / "w")
+    (root / "data" / "drafters.csv").write_text(KIMI_B8)
+    return root
+
+
+def test_predict_optimize_and_next_refuse_a_block_above_the_drafters(kimi_b8, tmp_path):
+    for argv in (["predict", "--engine", "sglang", "--block", "16", "--budget", "32",
+                  "--accept", "6"],
+                 ["optimize", "--block", "16"],
+                 ["next", "--query", "--block 16 --budget 32 --engine sglang --accept 6"]):
+        code, out, err = run_cli(kimi_b8, *argv)
+        assert code == 2 and out == "" and err.count("\n") == 1, (argv, err)
+        assert err.startswith("ddtree-bayes: error: block 16 is above the block 8 kimi-k2.6's "
+                              "ddtree drafter my/kimi-dflash-b8 was trained at"), (argv, err)
+    cands = tmp_path / "c.csv"
+    cands.write_text("hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+                     "b300,8,sglang,ddtree,16,32,6,\n")
+    code, _, err = run_cli(kimi_b8, "next", "--query", "--block 8 --budget 32 --engine sglang "
+                           "--accept 6", "--candidates", str(cands))
+    assert code == 2 and err.startswith(
+        f"ddtree-bayes: error: {cands}, row 2, column 'block': block 16 is above the block 8"), err
+    # at its trained block it answers: 8 tokens a step at most (block - 1 drafts + 1)
+    code, out, err = run_cli(kimi_b8, "predict", "--engine", "sglang", "--block", "8",
+                             "--budget", "32", "--accept", "6", "--format", "json")
+    assert code == 0, err
+    assert [r["median"] for r in json.loads(out)["rows"]] == [pytest.approx(300.0)]
+    code, _, err = run_cli(kimi_b8, "predict", "--engine", "sglang", "--block", "8",
+                           "--budget", "32", "--accept", "9")
+    assert code == 2 and "at most 8 tokens per step" in err, err
+
+
+def test_a_named_drafters_trained_block_is_its_own(tmp_path):
+    """A card rows or --drafter name (default no): its block bounds the question, not the
+    default card's."""
+    own = tmp_path / "drafters.csv"
+    own.write_text(KIMI_B8.replace(",block_size\n", ",block_size,default\n")
+                   + "my/kimi-dflash-b32,kimi-k2.6,ddtree,dflash_block,5,1.0,1.0,2,t,32,no\n")
+    cards = drafter_table(own)
+    assert trained_block(cards, "kimi-k2.6", "ddtree")[0] == 8
+    assert trained_block(cards, "kimi-k2.6", "ddtree", "my/kimi-dflash-b32")[0] == 32
+    assert block_problem(cards, "kimi-k2.6", "ddtree", 16, "my/kimi-dflash-b32") is None
+    assert block_problem(cards, "kimi-k2.6", "ddtree", 16)[0].startswith(
+        "block 16 is above the block 8 kimi-k2.6's ddtree drafter my/kimi-dflash-b8")
+
+
+def test_a_card_file_or_stored_fit_without_the_column_still_reads(tmp_path):
+    """A drafter file without block_size (every card file before it) reads as not known; a
+    fit that stored its cards before the column loads them (block_size None) and its cards
+    compare equal to today's (block_size prices no pass: no "differs from the fit's")."""
+    own = tmp_path / "drafters.csv"
+    own.write_text(KIMI_B8.replace(",block_size\n", "\n").replace(",8\n", "\n"))
+    (card,) = load_drafter_cards(own)
+    assert card.block_size is None and trained_block((card,), "kimi-k2.6", "ddtree") is None
+    today = dataclasses.asdict(load_drafter_cards(bundled("drafters.csv"))[7])
+    older = {k: v for k, v in today.items() if k != "block_size"}
+    assert stored_cards([{**older, "methods": list(older["methods"])}])[0].block_size is None
+    assert stored_card_dict(today) == stored_card_dict(older)
+    from ddtree_bayes.engine.store import _card_problem
+
+    assert _card_problem(older, DrafterCard) is None and _card_problem(today, DrafterCard) is None
+    assert _card_problem({**today, "block_size": "16"}, DrafterCard) is not None
+
+
+@pytest.mark.parametrize("kind, size, message", [
+    ("eagle3_head", "16", "a eagle3_head drafts no block: block_size is for dflash_block cards"),
+    ("dflash_block", "1", "block_size '1' is not a block of 2 or more"),
+    ("dflash_block", "16.5", "block_size"),
+])
+def test_a_block_size_no_drafter_has_is_refused(tmp_path, kind, size, message):
+    own = tmp_path / "drafters.csv"
+    own.write_text(KIMI_B8.replace("dflash_block", kind).replace(",8\n", f",{size}\n"))
+    with pytest.raises(DataError, match="row 2, column 'block_size'") as err:
+        load_drafter_cards(own)
+    assert message in str(err.value)
+
+
+def test_the_workdirs_card_over_a_copy_of_the_built_in_one(tmp_path):
+    """An own card of the same name with another block_size replaces the built-in one's."""
+    src = bundled("drafters.csv").read_text().splitlines()
+    line = next(x for x in src if x.startswith("z-lab/Qwen3-8B-DFlash-b16,"))
+    own = tmp_path / "drafters.csv"
+    own.write_text(src[0] + "\n" + line.removesuffix(",16") + ",8\n")
+    assert trained_block(drafter_table(own), "qwen3-8b", "ddtree")[0] == 8
