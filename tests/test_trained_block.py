@@ -218,3 +218,43 @@ def test_the_workdirs_card_over_a_copy_of_the_built_in_one(tmp_path):
     own = tmp_path / "drafters.csv"
     own.write_text(src[0] + "\n" + line.removesuffix(",16") + ",8\n")
     assert trained_block(drafter_table(own), "qwen3-8b", "ddtree")[0] == 8
+
+
+def _fit_with_a_row_of_the_b32_card():
+    """The structured point mass on 8x B300 storing two DDTree cards of kimi-k2.6: the default
+    one trained at block 8 and my/kimi-dflash-b32 (default no) at 32, with a row of block 16
+    that names the b32 card (add and fit's row check take it: its own card's block bounds it)."""
+    from test_structure_model import structured_point_mass
+
+    cards = load_drafter_cards("d.csv", KIMI_B8.replace(",block_size\n", ",block_size,default\n")
+                               .replace(",8\n", ",8,\n")
+                               + "my/kimi-dflash-b32,kimi-k2.6,ddtree,dflash_block,5,1.0,1.0,"
+                                 "2,t,32,no\n")
+    draws = structured_point_mass()
+    lines = draws.data_csv.rstrip("\n").split("\n")
+    text = "\n".join([lines[0] + ",drafter", *(ln + "," for ln in lines[1:]),
+                      "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,6,,310,test,,"
+                      "my/kimi-dflash-b32"]) + "\n"
+    model = {**draws.meta["model"], "drafter_cards": [
+        {**dataclasses.asdict(c), "methods": list(c.methods)} for c in cards]}
+    return dataclasses.replace(draws, data_csv=text, meta={**draws.meta, "model": model},
+                               memo={})
+
+
+def test_a_rows_check_against_the_fit_takes_the_trained_block_of_the_card_it_names():
+    """Every check of a row against a fit (fit's posterior predictive, update's scores and
+    reweighting, validate, the report) asks row_scenario; it resolved the row without its
+    drafter, so a block-16 row naming a block-32 card was refused against the default card's
+    block 8 ("update": "cannot predict it (block 16 is above the block 8 ... my/kimi-dflash-b8
+    was trained at)"), though add and fit's row check took it. Its own card bounds it: block
+    16, at most 16 tokens a step (block - 1 drafts + 1)."""
+    from ddtree_bayes.core.drafters import check_row_drafters
+    from ddtree_bayes.engine.scenario import row_scenario
+
+    draws = _fit_with_a_row_of_the_b32_card()
+    row = draws.measurements.rows[-1]
+    assert (row.drafter, row.block) == ("my/kimi-dflash-b32", 16)
+    check_row_drafters([row], stored_cards(draws.meta["model"]["drafter_cards"]), "m.csv")
+    sc = row_scenario(draws, row)
+    assert sc.drafter.drafter == "my/kimi-dflash-b32"
+    assert (sc.accept_limit.tokens, sc.accept_limit.subject) == (16, "ddtree with block 16")

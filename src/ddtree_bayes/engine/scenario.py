@@ -1464,13 +1464,15 @@ def row_scenario(draws: Fit, m) -> Scenario:
     its configuration, context and concurrency, as every check of a row against a fit asks it
     (a row at C > 1 measures the C streams' total: ``accept x 1000 x C / step``), and the
     drafter card its ``drafter`` column names (as stored in the fit), whose roofline prices its
-    drafter passes as the fit priced them; a card the fit did not store (a new row ``update``
-    scores, naming a card added since the fit) is the one here, as ``predict --drafter``
-    prices it (:func:`with_drafter`), not the default card's roofline."""
+    drafter passes as the fit priced them and whose trained block bounds it (as ``add`` and
+    fit's row check bound it, core/drafters.py ``row_block_problem``); a card the fit did
+    not store (a new row ``update`` scores, naming a card added since the fit) is the one
+    here, as ``predict --drafter`` prices it (:func:`with_drafter`), not the default card's
+    roofline."""
     sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                           method=m.method, block=m.block, budget=m.budget,
                           verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
-                          model=m.model, concurrency=m.concurrency)
+                          model=m.model, concurrency=m.concurrency, drafter=m.drafter)
     return with_row_drafter(draws, sc, m)
 
 

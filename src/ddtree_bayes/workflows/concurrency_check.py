@@ -134,7 +134,7 @@ def crossovers(draws, rows: list[Measurement], seed: int) -> list[dict]:
             sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                                     method=method, block=block, budget=budget,
                                     verify_tokens=m.verify_tokens, context_tokens=ctx,
-                                    model=m.model, concurrency=c)
+                                    model=m.model, concurrency=c, drafter=m.drafter)
             sc = P.with_row_drafter(draws, sc, m)   # (its passes priced by its card)
             p.append(P.p_faster_than_ar(draws, sc, P.row_acceptance(draws, m, rng), rng))
         predicted = next((c for c, pc in zip(grid, p, strict=True) if pc < 0.5), None)
