@@ -458,3 +458,20 @@ def test_a_call_reads_a_file_once_and_parses_it_once(tmp_path):
         for _ in range(3):
             drafter_table(own)
     assert opened[own.resolve()] == 3 and opened[bundled("drafters.csv").resolve()] == 3
+
+
+def test_a_missing_file_inside_a_call_is_the_same_one_line_error_as_outside(tmp_path):
+    """per_call.parsed took the file's stamp before the parse: inside a call (every CLI
+    command) a file that is not there raised a bare FileNotFoundError (a traceback) where the
+    parse, outside one, names the file and the fix (DataError, exit 2)."""
+    from ddtree_bayes.core import per_call
+    from ddtree_bayes.core.drafters import drafter_table
+    from ddtree_bayes.core.errors import DataError
+
+    gone = tmp_path / "data" / "drafters.csv"
+    with pytest.raises(DataError) as outside:
+        drafter_table(gone)
+    with per_call.call(), pytest.raises(DataError) as inside:
+        drafter_table(gone)
+    assert str(inside.value) == str(outside.value)
+    assert str(inside.value).startswith(f"{gone}: file not found (fix: ")

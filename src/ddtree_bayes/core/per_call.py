@@ -85,7 +85,11 @@ def parsed[T](kind: str, path: str | Path, make: Callable[[], T], *more: Any) ->
     the callers do not change (frozen dataclasses, tuples of them)."""
     if _CALL is None:
         return make()
-    key = (kind, str(Path(path).resolve()), _stamp(Path(path)), *more)
+    try:
+        stamp = _stamp(Path(path))
+    except OSError:   # (no such file: the parse names it, file and fix, as outside a call)
+        return make()
+    key = (kind, str(Path(path).resolve()), stamp, *more)
     held = _CALL["parsed"]
     if key not in held:
         held[key] = make()
