@@ -2376,3 +2376,15 @@ def test_optimize_names_every_budget_whose_tokens_pass_the_longest_context():
     said = [w for w in out["warnings"] if "above kimi-k2.6's longest" in w]
     assert len(said) == 1 and said[0].endswith(
         "; the recommended budget is one of them"), said
+
+
+def test_the_position_a_step_reaches_is_one_rule():
+    """A step's verified tokens take the positions after its context: the last is context + M
+    - 1 (core/row_notes.py ``step_reach``), the rule predict's and next's warnings, next's
+    longest-context candidates and optimize's line on every budget past the card all count
+    with (it was written out in four places)."""
+    from ddtree_bayes.core.row_notes import step_reach
+
+    assert step_reach(262130, 65) == 262194 and step_reach(262130, 17) == 262146
+    assert step_reach(0, 300001) == 300000 and step_reach(307200, None) == 307200
+    assert step_reach(None, 33) == 32   # (no context given: from position 0)

@@ -53,19 +53,36 @@ def context_above_max(card, context_tokens: float) -> str | None:
             "takes no such context unless its RoPE is scaled further")
 
 
+def step_reach(context_tokens: float | None, verify_tokens: int | None) -> float:
+    """The last position a step's ``verify_tokens`` (M; None: 1) take after a context of
+    ``context_tokens`` (None: 0): context + M - 1, the context itself for AR. What
+    :func:`step_reach_above_max`, ``next``'s longest-context candidates and ``optimize``'s
+    line on the budgets past the card count.
+
+    >>> step_reach(262130, 65), step_reach(0, 300001), step_reach(307200, None)
+    (262194, 300000, 307200)
+    """
+    return (context_tokens or 0) + (verify_tokens or 1) - 1
+
+
+def past_longest(card) -> str:
+    """``above kimi-k2.6's longest, 262144 tokens (its card): no engine runs such a step``:
+    how a step whose verified tokens reach past ``card``'s longest context is told."""
+    return (f"above {card.model}'s longest, {card.max_context_tokens} tokens (its card): no "
+            "engine runs such a step")
+
+
 def step_reach_above_max(card, context_tokens: float, verify_tokens: int | None) -> str | None:
     """One line when a step's verified tokens, which take the positions after the context,
     reach past ``card``'s longest context (a tree of budget 500,000 on a 262,144-token model
     at context 0 reaches position 500,000): no engine runs such a step. None when they do
     not (AR, M = 1, is :func:`context_above_max`'s case), or the card does not say.
     engine/scenario ``max_context_warning`` (a question) and ``next``'s candidates say it."""
-    reach = context_tokens + (verify_tokens or 1) - 1
+    reach = step_reach(context_tokens, verify_tokens)
     if card is None or not card.max_context_tokens or reach <= card.max_context_tokens:
         return None
     return (f"a step verifies {verify_tokens} tokens after a context of "
-            f"{context_tokens:.0f}, reaching position {reach:.0f}, above {card.model}'s "
-            f"longest, {card.max_context_tokens} tokens (its card): no engine runs such a "
-            "step")
+            f"{context_tokens:.0f}, reaching position {reach:.0f}, {past_longest(card)}")
 
 
 def card_weights_note(card, hardware: dict[str, dict[str, str]], m: Measurement) -> str | None:

@@ -40,7 +40,7 @@ from ddtree_bayes.core.data import (
 from ddtree_bayes.core.errors import DataError, InputError, QueryError, without_fix
 from ddtree_bayes.core.likelihood import likelihood_nu, row_logp, standard_noise
 from ddtree_bayes.core.pairs import pair_label
-from ddtree_bayes.core.row_notes import FLAG_COLUMNS
+from ddtree_bayes.core.row_notes import FLAG_COLUMNS, step_reach
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.ceiling import balanced_read, routing_row
 from ddtree_bayes.engine.posterior import Fit
@@ -425,7 +425,7 @@ def default_candidates(draws: Fit, query: Query,
     # (the query's step at the context its verified tokens end at the longest position)
     longest = _longest_context_below(draws, q)
     if longest is not None:
-        last = longest - ((q.verify_tokens or 1) - 1)
+        last = longest - step_reach(0, q.verify_tokens)   # (its last token at the longest)
         if last >= 0:
             add("the query at the model's longest context", q_accept, engine=q.engine,
                 **{**same, "context_tokens": last})
@@ -471,7 +471,7 @@ def _longest_context_below(draws: Fit, q: P.Scenario) -> float | None:
 
     card = stored_card(draws.meta.get("model", {}), q.model)
     longest = getattr(card, "max_context_tokens", None) if card is not None else None
-    reach = (q.context_tokens or 0) + (q.verify_tokens or 1) - 1
+    reach = step_reach(q.context_tokens, q.verify_tokens)
     if not longest or not q.context_tokens or reach <= longest:
         return None
     return float(longest)

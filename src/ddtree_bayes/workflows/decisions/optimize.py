@@ -263,7 +263,7 @@ def past_budgets_warning(draws: Fit, budgets: tuple[int, ...] | list[int],
     budget 64 alone, where 16 and 32 pass it too and either could be recommended."""
     from ddtree_bayes.core.data import listed
     from ddtree_bayes.core.model_cards import stored_card
-    from ddtree_bayes.core.row_notes import step_reach_above_max
+    from ddtree_bayes.core.row_notes import past_longest, step_reach, step_reach_above_max
 
     card = stored_card(draws.meta.get("model", {}), scenarios[0].model)
     past = [(b, b_sc) for b, b_sc in zip(budgets, scenarios, strict=True)
@@ -273,11 +273,10 @@ def past_budgets_warning(draws: Fit, budgets: tuple[int, ...] | list[int],
         return widest + ("; it is the recommended budget" if best in names and len(budgets) > 1
                          else "")
     (lo, hi) = past[0][1], past[-1][1]
-    reach = [b_sc.context_tokens + b_sc.verify_tokens - 1 for b_sc in (lo, hi)]
+    reach = [step_reach(b_sc.context_tokens, b_sc.verify_tokens) for b_sc in (lo, hi)]
     return (f"budgets {listed(names)} verify {lo.verify_tokens} to {hi.verify_tokens} tokens "
             f"after a context of {lo.context_tokens:.0f}, reaching positions {reach[0]:.0f} to "
-            f"{reach[1]:.0f}, above {card.model}'s longest, {card.max_context_tokens} tokens "
-            "(its card): no engine runs such a step, and the answer extrapolates the step's "
+            f"{reach[1]:.0f}, {past_longest(card)}, and the answer extrapolates the step's "
             "growth past it" + ("; the recommended budget is one of them" if best in names
                                 else ""))
 
