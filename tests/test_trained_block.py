@@ -258,3 +258,26 @@ def test_a_rows_check_against_the_fit_takes_the_trained_block_of_the_card_it_nam
     sc = row_scenario(draws, row)
     assert sc.drafter.drafter == "my/kimi-dflash-b32"
     assert (sc.accept_limit.tokens, sc.accept_limit.subject) == (16, "ddtree with block 16")
+
+
+def test_a_rows_drafter_problems_are_one_rule_for_add_and_fit():
+    """add (workflows/living/records.py) and fit's row check (check_row_drafters) each wrote
+    out the two drafter checks of a row, the drafter it names and its block against the
+    drafter's trained one: core/drafters.py ``row_drafter_problem`` is both, first problem
+    first, with the column it is in."""
+    from ddtree_bayes.core.data import Measurement
+    from ddtree_bayes.core.drafters import row_drafter_problem
+
+    cards = drafter_table()
+
+    def row(block, drafter=None, accept=12.0):
+        return Measurement(2, "qwen3-8b", "h200", 1, "hf", "ddtree", block, 64, 65, accept,
+                           None, 700.0, "s", "", drafter=drafter)
+
+    assert row_drafter_problem(cards, row(16)) is None
+    problem, fix, column = row_drafter_problem(cards, row(32))
+    assert column == "block" and problem.startswith("block 32 is above the block 16 qwen3-8b's")
+    problem, fix, column = row_drafter_problem(cards, row(None, accept=20.0))
+    assert column == "accept_len" and "at most 16 tokens per step" in problem
+    problem, fix, column = row_drafter_problem(cards, row(32, drafter="no/such-card"))
+    assert column == "drafter", problem   # (the drafter's own problem first)

@@ -482,20 +482,28 @@ def drafter_problem(cards: tuple[DrafterCard, ...], model: str, method: str, dra
     return None
 
 
+def row_drafter_problem(cards: tuple[DrafterCard, ...], m) -> tuple[str, str, str] | None:
+    """(problem, fix, column) of a measurement row (a
+    :class:`~ddtree_bayes.core.data.Measurement`) whose ``drafter`` names no card of ``cards``
+    that drafts its method for its model (column ``drafter``, :func:`drafter_problem`), else
+    whose block or accept_len its drafter's trained block rules out
+    (:func:`row_block_problem`); None: neither. The one check of a row's drafter that ``add``
+    and ``fit`` (:func:`check_row_drafters`) make."""
+    if m.drafter is not None:
+        problem = drafter_problem(cards, m.model, m.method, m.drafter)
+        if problem is not None:
+            return (*problem, "drafter")
+    return row_block_problem(cards, m)   # (a block above the drafter's trained one)
+
+
 def check_row_drafters(rows, cards: tuple[DrafterCard, ...], path: str) -> None:
-    """Refuse the first row (a :class:`~ddtree_bayes.core.data.Measurement`) whose ``drafter``
-    names no card of ``cards`` that drafts its method for its model (file, row, column
-    ``drafter``, fix), or whose block or accept_len its drafter's trained block rules out
-    (:func:`row_block_problem`)."""
+    """Refuse the first row (a :class:`~ddtree_bayes.core.data.Measurement`) whose drafter
+    :func:`row_drafter_problem` refuses (file, row, column, fix)."""
     for m in rows:
-        if m.drafter is not None:
-            problem = drafter_problem(cards, m.model, m.method, m.drafter)
-            if problem is not None:
-                raise DataError(problem[0], file=path, row=m.row, column="drafter",
-                                fix=problem[1])
-        block = row_block_problem(cards, m)   # (a block above the drafter's trained one)
-        if block is not None:
-            raise DataError(block[0], file=path, row=m.row, column=block[2], fix=block[1])
+        problem = row_drafter_problem(cards, m)
+        if problem is not None:
+            raise DataError(problem[0], file=path, row=m.row, column=problem[2],
+                            fix=problem[1])
 
 
 def generic_drafter(method: str) -> str:

@@ -37,7 +37,7 @@ from ddtree_bayes.core.data import (
     unknown_hardware_fix,
     weights_problem,
 )
-from ddtree_bayes.core.drafters import drafter_problem, row_block_problem
+from ddtree_bayes.core.drafters import row_drafter_problem
 from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError, closest
 from ddtree_bayes.core.methods import AR_METHOD, MethodSpec
 from ddtree_bayes.core.pairs import impossible_step
@@ -521,15 +521,11 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if problem is not None:
                     raise DataError(problem[0], file=item.origin, row=line,
                                     column="context_tokens", fix=problem[1])
-                if m.drafter is not None and (problem := drafter_problem(
-                        drafters, m.model, m.method, m.drafter)) is not None:
-                    raise DataError(problem[0], file=item.origin, row=line, column="drafter",
-                                    fix=problem[1])
-                # a block above the drafter's trained one, or an accept_len above what it
-                # can emit: a configuration no deployment of its card runs
-                if (block := row_block_problem(drafters, m)) is not None:
-                    raise DataError(block[0], file=item.origin, row=line, column=block[2],
-                                    fix=block[1])
+                # a drafter no card of it serves; a block above the drafter's trained one, or
+                # an accept_len above what it can emit: fit's check of the rows, each
+                if (drafted := row_drafter_problem(drafters, m)) is not None:
+                    raise DataError(drafted[0], file=item.origin, row=line, column=drafted[2],
+                                    fix=drafted[1])
                 note = card_weights_note(cards.get(m.model), hardware, m)
                 unknown = _unknown_model(current, cards, m.model, data_path)
                 if unknown is not None:
