@@ -2235,6 +2235,60 @@ def test_another_models_acceptance_file_naming_its_own_drafter_is_not_refused(tm
         f"{acc}, row 2, column 'drafter': drafter '{card}' drafts for qwen3-8b, not kimi-k2.6"), err
 
 
+def test_an_acceptance_files_drafter_not_the_default_card_bounds_the_block(tmp_path,
+                                                                          monkeypatch):
+    """`optimize --block 16 --acceptance-file F` whose rows name a Kimi K2.6 drafter trained
+    at block 32 (my/kimi-dflash-b32, default no) was refused against the default card's
+    trained block ("block 16 is above the block 8 kimi-k2.6's ddtree drafter
+    my/kimi-dflash-b8 was trained at"): the block was checked before the file's drafter was
+    read. The rows' drafter bounds it: block 16 answers, each budget at most 16 tokens a step
+    (block - 1 drafts + the bonus token), priced with the b32 card. Rows naming the b8 card
+    at block 16 are refused at the file's row and block column; blank rows (the default card)
+    as before."""
+    from ddtree_bayes.core.config import DEFAULT_SEED
+    from ddtree_bayes.engine.scenario import with_drafter
+    from ddtree_bayes.workflows.decisions.common import shared_step
+    from test_structure_model import structured_point_mass
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "drafters.csv").write_text(
+        "drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+        "bytes_per_weight,source,block_size,default\n"
+        "my/kimi-dflash-b8,kimi-k2.6,ddtree;dflash,dflash_block,5,1.0,1.0,2,a test card,8,\n"
+        "my/kimi-dflash-b32,kimi-k2.6,ddtree,dflash_block,5,1.0,1.0,2,a test card,32,no\n")
+    monkeypatch.chdir(tmp_path)
+    draws = structured_point_mass()
+    curve = parse_acceptance_curve(draws.priors_toml)
+    body = ("model,drafter,method,block,budget,accept_len\n"
+            "kimi-k2.6,{d},ddtree,16,16,9.0\nkimi-k2.6,{d},ddtree,16,32,9.6\n")
+    acc = tmp_path / "acc.csv"
+    acc.write_text(body.format(d="my/kimi-dflash-b32"))
+    ask = {"hardware": "b300", "engine": "sglang", "block": 16, "budgets": (16, 32)}
+    out = D.optimize(draws, curve, acceptance_file=acc, **ask)
+    assert out["scenario"]["drafter"] == "my/kimi-dflash-b32"
+    assert out["scenario"]["block"] == 16
+    assert [r["accept_max"] for r in out["rows"]] == [16, 16]
+    for row in out["rows"]:   # the b32 card's passes, as predict --drafter prices them
+        sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                method="ddtree", block=16, budget=row["budget"],
+                                verify_tokens=None, context_tokens=None,
+                                drafter="my/kimi-dflash-b32")
+        sc = with_drafter(draws, sc, "my/kimi-dflash-b32")
+        assert row["step_ms"] == pytest.approx(
+            float(np.median(shared_step(draws, sc, DEFAULT_SEED)[0])))
+    # the default card's rows at block 16: refused at the file's first row, its block column
+    acc.write_text(body.format(d="my/kimi-dflash-b8"))
+    with pytest.raises(DataError) as err:
+        D.optimize(draws, curve, acceptance_file=acc, **ask)
+    assert str(err.value).startswith(
+        f"{acc}, row 2, column 'block': block 16 is above the block 8 kimi-k2.6's ddtree "
+        "drafter my/kimi-dflash-b8 was trained at"), err
+    acc.write_text(body.format(d=""))
+    with pytest.raises(QueryError, match="block 16 is above the block 8 kimi-k2.6's ddtree "
+                                         "drafter my/kimi-dflash-b8 was trained at"):
+        D.optimize(draws, curve, acceptance_file=acc, **ask)
+
+
 def _kimi_carded_draws(**overrides):
     import dataclasses
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import DEFAULT_SEED
-from ddtree_bayes.core.drafters import card_named, serves
+from ddtree_bayes.core.drafters import DrafterCard, card_named, serves
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.ceiling import (
@@ -48,6 +48,7 @@ from ddtree_bayes.engine.structure import (
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.engine.transfer import rows_behind
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
+    AcceptanceRows,
     curve_accept,
     misfit_warning,
     read_acceptance_rows,
@@ -350,10 +351,21 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                              "priors file for it, and pass it with --priors")
     probs = P.interval_probs(prob)
     ctx = P.parse_context(context_tokens)
+    found = None if acceptance_file is None else read_acceptance_rows(
+        acceptance_file, method, block,
+        lambda m, k, b: accept_limit(draws, m, k, b))
+    # the drafter card the file's rows name, when it prices the question: its trained block,
+    # not the default card's, bounds the block (a block-32 drafter's rows at block 16 were
+    # refused against a default card trained at block 8); None: the default card's
+    card, other = rows_card(draws, found, method, model)
+    named = None if found is None or card is None or other else found.drafter
+    if found is not None and acceptance_file is not None and named is not None:
+        rows_block_check(draws, found, acceptance_file, method, block, model)
     scenarios = [P.resolve_scenario(draws, hardware=hardware, gpus=gpus, engine=engine,
                                     method=method, block=block, budget=b, verify_tokens=None,
                                     context_tokens=ctx, model=model,
-                                    concurrency=concurrency, kv_cache=kv_cache)
+                                    concurrency=concurrency, kv_cache=kv_cache,
+                                    drafter=named)
                  for b in budgets]
     if any(sc.verify_tokens != b + 1 for sc, b in zip(scenarios, budgets, strict=True)):
         raise QueryError(f"{method} is not a tree method: its verify tokens do not follow "
@@ -361,9 +373,6 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     # a context far past the measured ones: predict's warning (engine/question.py), first as
     # there (taken before ``model`` below is the acceptance file's)
     context_notes = context_warnings(draws, ctx, model)
-    found = None if acceptance_file is None else read_acceptance_rows(
-        acceptance_file, method, block,
-        lambda m, k, b: accept_limit(draws, m, k, b))
     drafter, unpriced = None, []
     if acceptance_file is not None and found is not None and found.drafter is not None:
         # the rows' acceptance is that drafter's: its passes priced with its card, as
@@ -371,12 +380,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         # acceptance was the answer of no drafter); a name no card has (a label, as
         # data/acceptance_reference.csv's "dflash") cannot price one: said; nor can another
         # model's rows' own drafter (another model's rows are used, and warned of), said too
-        card = card_named(drafter_cards(draws), found.drafter)
-        target = priced_target(draws, scenarios[0].model)
-        other = (card is not None and target is not None and serves(card, found.model, method)
-                 and not serves(card, target, method))
-        if card is not None and not other:
-            drafter = found.drafter
+        if named is not None:
+            drafter = named
             scenarios = [drafted(draws, sc, drafter, acceptance_file, found.drafter_row)
                          for sc in scenarios]
         else:
@@ -490,6 +495,41 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                                      else {"system": ref, "tokens": behind.max_tokens})},
             "rows": rows, "recommended": budgets[best], "default_scenario": asked,
             "warnings": notes}
+
+
+def rows_card(draws: Fit, found: AcceptanceRows | None, method: str, model: str | None
+              ) -> tuple[DrafterCard | None, bool]:
+    """(the drafter card an acceptance file's rows name, whether it is the card of the rows'
+    own model, another than the question's ``model``): (None, False) for rows naming none
+    (blank: the default card) or a name no card has. A card of the question's target prices
+    the question's passes and bounds its block; one of another model's does neither."""
+    from ddtree_bayes.engine.target_models import resolve_model
+
+    if found is None or found.drafter is None:
+        return None, False
+    card = card_named(drafter_cards(draws), found.drafter)
+    target = priced_target(draws, resolve_model(draws, model))
+    other = (card is not None and target is not None and serves(card, found.model, method)
+             and not serves(card, target, method))
+    return card, other
+
+
+def rows_block_check(draws: Fit, found: AcceptanceRows, path: str | Path, method: str,
+                     block: int, model: str | None) -> None:
+    """A :class:`DataError` at the acceptance file's first row naming its drafter (the
+    ``block`` column) when ``block`` is above the block that drafter's card was trained at
+    (core/drafters.py ``block_problem``); the question's scenarios are then resolved with that
+    drafter, whose trained block, not the default card's, bounds them."""
+    from ddtree_bayes.core.drafters import block_problem
+    from ddtree_bayes.engine.target_models import resolve_model
+
+    target = priced_target(draws, resolve_model(draws, model))
+    if target is None or found.drafter is None:
+        return
+    problem = block_problem(drafter_cards(draws), target, method, block, found.drafter)
+    if problem is not None:
+        raise DataError(problem[0], file=str(path), row=found.drafter_row,
+                        column="block", fix=problem[1])
 
 
 def drafted(draws: Fit, sc: P.Scenario, name: str, path: str | Path, row: int | None
