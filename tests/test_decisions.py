@@ -2381,6 +2381,18 @@ def test_next_proposes_no_step_whose_verified_tokens_pass_the_cards_longest_cont
            "so nobody can run it as configured")
     assert [(c.why, reason) for c, reason in left_out
             if " sglang " in c.describe()] == [("the query itself", why)]
+    # no stand-in at the longest context: its 300001 tokens end at the longest position
+    # only from context 262144 - 300001 + 1 = -37856, which no run has (nor from 1000)
+    for ctx in (0, 1000):
+        past = D.parse_query(draws, f"--engine sglang --accept 14 --budget 300000 --context {ctx}")
+        whys = [c.why for c in D.default_candidates(draws, past, [])]
+        assert not [w for w in whys if "longest context" in w], (ctx, whys)
+    # a query past it through its context and its tokens, whose tokens alone fit: offered
+    # where its last token is the longest position, 262144 - 200001 + 1 = 62144
+    both = D.parse_query(draws, "--engine sglang --accept 14 --budget 200000 --context 100000")
+    got_both = {c.why: c.describe() for c in D.default_candidates(draws, both, [])}
+    assert got_both["the query at the model's longest context"] == (
+        "b300 x8 sglang ddtree block 16 budget 200000 M=200001 ctx 62144")
     inside = D.parse_query(draws, "--engine sglang --accept 14 --budget 262143")
     assert "the query itself" in [c.why for c in D.default_candidates(draws, inside, [])]
     # a context within the card whose step's 33 tokens end past it (262140 + 32 = 262172):

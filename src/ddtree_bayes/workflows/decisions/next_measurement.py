@@ -426,6 +426,8 @@ def default_candidates(draws: Fit, query: Query,
     longest = _longest_context_below(draws, q)
     if longest is not None:
         last = longest - step_reach(0, q.verify_tokens)   # (its last token at the longest)
+        # (negative: its M verified tokens alone pass the longest position, at any context,
+        # context 0 too; no run of the query's configuration can be made, none stands in)
         if last >= 0:
             add("the query at the model's longest context", q_accept, engine=q.engine,
                 **{**same, "context_tokens": last})
@@ -465,14 +467,15 @@ def default_candidates(draws: Fit, query: Query,
 
 def _longest_context_below(draws: Fit, q: P.Scenario) -> float | None:
     """The query model's longest context (its card's ``max_context_tokens``) when the query
-    asks past it, its context or the positions its step's verified tokens take after it,
-    else None (within it, or a card that does not say)."""
+    asks past it, its context or the positions its step's verified tokens take after it (at
+    any context, 0 too: the caller offers no stand-in whose context would be negative), else
+    None (within it, or a card that does not say)."""
     from ddtree_bayes.core.model_cards import stored_card
 
     card = stored_card(draws.meta.get("model", {}), q.model)
     longest = getattr(card, "max_context_tokens", None) if card is not None else None
     reach = step_reach(q.context_tokens, q.verify_tokens)
-    if not longest or not q.context_tokens or reach <= longest:
+    if not longest or reach <= longest:
         return None
     return float(longest)
 
