@@ -460,6 +460,33 @@ def test_a_call_reads_a_file_once_and_parses_it_once(tmp_path):
     assert opened[own.resolve()] == 3 and opened[bundled("drafters.csv").resolve()] == 3
 
 
+def test_the_names_of_the_cards_here_are_read_through_the_calls_memo(tmp_path, monkeypatch):
+    """engine/names ``cards_here`` (a --model that is no name told its card) and ``card_here``
+    (a --model the fit lacks told where its card is) read data/models.csv from the disk, not
+    through core/per_call.py as every other card read: inside one call, the cards loaded and
+    both names asked opened it three times; now once. Outside a call each reads the disk. A
+    file saved with a byte-order mark (Excel), which the card loader reads, gave no names."""
+    from ddtree_bayes.core import per_call
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.engine.names import card_here, cards_here
+
+    work = copy_bundled_data(tmp_path / "w")
+    own = work / "data" / "models.csv"
+    shutil.copy(bundled("models.csv"), own)
+    monkeypatch.chdir(work)
+    names = set(load_model_cards(own))
+    with counting_opens() as opened, per_call.call():
+        assert set(load_model_cards(own)) == names
+        assert cards_here() == names and cards_here() == names
+        assert card_here("kimi-k2.6") == "data/models.csv"
+    assert opened[own.resolve()] == 1
+    with counting_opens() as opened:
+        assert cards_here() == names and card_here("kimi-k2.6") == "data/models.csv"
+    assert opened[own.resolve()] == 2
+    own.write_bytes(b"\xef\xbb\xbf" + bundled("models.csv").read_bytes())
+    assert cards_here() == names and card_here("kimi-k2.6") == "data/models.csv"
+
+
 def test_a_missing_file_inside_a_call_is_the_same_one_line_error_as_outside(tmp_path):
     """per_call.parsed took the file's stamp before the parse: inside a call (every CLI
     command) a file that is not there raised a bare FileNotFoundError (a traceback) where the

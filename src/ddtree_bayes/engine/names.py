@@ -147,23 +147,22 @@ def card_here(name: str) -> str | None:
     fit lacks was written after it, or the fit (of one model) stores none."""
     from ddtree_bayes.core.paths import data_file, own_data_file, shown
 
+    if name not in cards_here():
+        return None
     path = data_file("models.csv")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    if name not in _column(text, "model"):
-        return None
     return shown(path) if own_data_file("models.csv") else "the bundled models.csv"
 
 
 def cards_here() -> set[str]:
     """The names of the model cards here (the working directory's ``data/models.csv``, else
-    the bundled cards); none when they cannot be read."""
+    the bundled cards); none when they cannot be read. Read as the card loader reads it
+    (core/per_call.py: once per command; a byte-order mark tolerated)."""
+    from ddtree_bayes.core import per_call
     from ddtree_bayes.core.paths import data_file
 
     try:
-        return _column(data_file("models.csv").read_text(encoding="utf-8"), "model")
+        return _column(per_call.read_text(data_file("models.csv"), encoding="utf-8-sig"),
+                       "model")
     except (OSError, UnicodeDecodeError):
         return set()
 
