@@ -2191,6 +2191,62 @@ def test_layer_types_that_disagree_with_the_model_are_refused(tmp_path, fixture,
     assert not (tmp_path / "data" / "models.csv").exists()
 
 
+@pytest.mark.parametrize(("fixture", "edit", "fragment"), [
+    # int("x") of the pattern: an internal error (exit 1)
+    ("gemma-3-27b-it", {"sliding_window_pattern": "x"},
+     "'sliding_window_pattern' is 'x', not a whole number of at least 1"),
+    # 0 was read as 1 ("or 1"): all 62 layers full attention, the cache 6x too big per token
+    ("gemma-3-27b-it", {"sliding_window_pattern": 0},
+     "'sliding_window_pattern' is 0, not a whole number of at least 1"),
+    # int(4.5) = 4: read as the 4-layer pattern
+    ("qwen3.5-27b", {"full_attention_interval": 4.5, "layer_types": None},
+     "'full_attention_interval' is 4.5, not a whole number of at least 1"),
+    ("qwen3.5-27b", {"full_attention_interval": "x", "layer_types": None},
+     "'full_attention_interval' is 'x', not a whole number of at least 1"),
+])
+def test_a_layer_pattern_that_is_no_whole_number_is_refused(tmp_path, fixture, edit, fragment):
+    """A layer pattern's period (every n-th layer full attention) was read with ``int()``: a
+    string crashed (internal error, exit 1), 4.5 was cut to 4, and a ``sliding_window_pattern``
+    of 0 made every Gemma 3 layer full attention (kv 6x per token; transformers divides by
+    it). Now one line, exit 2, nothing written."""
+    cfg = json.loads((FIX / fixture / "config.json").read_text())
+    inner = {**cfg["text_config"], **edit}
+    cfg["text_config"] = {k: v for k, v in inner.items() if v is not None}
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    code, out, err = cli(tmp_path, "--hf-config", str(folder), "--name", "bad")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert f"{folder / 'config.json'}: {fragment}" in err
+    assert not (tmp_path / "data" / "models.csv").exists()
+
+
+@pytest.mark.parametrize("given", [3, ["a"], [100]])
+def test_mlp_only_layers_that_name_no_layer_are_refused(tmp_path, given):
+    """Qwen3-30B-A3B's ``mlp_only_layers`` (its dense-MLP layers) as an int crashed (``in``
+    an int: internal error, exit 1); a name or a layer past its 48 was passed over, every
+    layer carded MoE. Now refused as Llama 4's ``moe_layers`` is: one line, exit 2."""
+    cfg = json.loads((FIX / "qwen3-30b-a3b" / "config.json").read_text())
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**cfg, "mlp_only_layers": given}))
+    code, out, err = cli(tmp_path, "--hf-config", str(folder), "--name", "bad")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert (f"{folder / 'config.json'}, column 'mlp_only_layers': mlp_only_layers {given!r} "
+            "is not a list of layer numbers 0 to 47") in err
+    assert not (tmp_path / "data" / "models.csv").exists()
+
+
+def test_mlp_only_layers_give_dense_mlps_counted_by_hand(tmp_path):
+    """Two of Qwen3-30B-A3B's 48 layers dense (``mlp_only_layers`` [0, 47]): each trades its
+    128 experts of 3 x 2048 x 768 and its 128 x 2048 router for a dense MLP of 3 x 2048 x
+    6144, so the total falls by 2 x (128 x 3 x 2048 x 768 + 128 x 2048 - 3 x 2048 x 6144)."""
+    cfg = json.loads((FIX / "qwen3-30b-a3b" / "config.json").read_text())
+    base = shape_from_config(cfg, "c.json").total()
+    two = shape_from_config({**cfg, "mlp_only_layers": [0, 47]}, "c.json").total()
+    assert base - two == 2 * (128 * 3 * 2048 * 768 + 128 * 2048 - 3 * 2048 * 6144)
+
+
 def test_gguf_on_the_command_line(tmp_path, gguf_file, quick_hash):
     code, out, err = cli(tmp_path, "--gguf", str(gguf_file), "--name", "llama8b-q4km")
     assert code == 0, err

@@ -491,10 +491,32 @@ def layer_kinds(cfg: dict, family: str, layers: int, where: str = "config.json")
     if types is not None:
         return checked_layer_types(types, layers, other, where)
     if family in SLIDING:
-        return sliding_kinds(int(cfg.get("sliding_window_pattern") or 1), layers)
-    interval = int(cfg.get("full_attention_interval", 4))
+        return sliding_kinds(_pattern(cfg, "sliding_window_pattern", 1, where), layers)
+    interval = _pattern(cfg, "full_attention_interval", 4, where)
     return ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
             for i in range(layers)]
+
+
+def _pattern(cfg: dict, key: str, default: int, where: str) -> int:
+    """A layer pattern's period (every ``key``-th layer full attention), a whole number of at
+    least 1 (``default`` when left out or null): ``int()`` of it crashed on a string ("x"),
+    cut 4.5 to 4, and a 0 read as "every layer full" where transformers divides by it.
+
+    >>> _pattern({"full_attention_interval": 4}, "full_attention_interval", 4, "c.json")
+    4
+    >>> try:
+    ...     _pattern({"sliding_window_pattern": 0}, "sliding_window_pattern", 1, "c.json")
+    ... except InputError as err:
+    ...     print(str(err).split(" (fix")[0])
+    c.json: 'sliding_window_pattern' is 0, not a whole number of at least 1
+    """
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{key!r} is {value!r}, not a whole number of at least 1", file=where,
+                         fix="pass the model's own config.json")
+    return value
 
 
 def llama4_kinds(cfg: dict, layers: int, where: str) -> list[str]:
@@ -662,8 +684,24 @@ def moe_layer(c: HFConfig, family: str, i: int) -> bool:
     experts = c.optional("num_experts")
     if not experts or family == "qwen3_5_text":
         return False
-    only = c.cfg.get("mlp_only_layers") or []
+    only = mlp_only_layers(c)
     return i not in only and (i + 1) % c.whole("decoder_sparse_step", 1) == 0
+
+
+def mlp_only_layers(c: HFConfig) -> set[int]:
+    """A Qwen MoE config's ``mlp_only_layers``, the layers with a dense MLP, as layer numbers
+    0 to num_hidden_layers - 1 (as Llama 4's ``moe_layers`` are): an int there crashed (``in``
+    an int), and a name or a number past the last layer was passed over, every layer MoE."""
+    given = c.cfg.get("mlp_only_layers")
+    if given is None:
+        return set()
+    layers = c.whole("num_hidden_layers")
+    if not isinstance(given, list) or any(isinstance(i, bool) or not isinstance(i, int)
+                                          or not 0 <= i < layers for i in given):
+        raise InputError(f"mlp_only_layers {given!r} is not a list of layer numbers 0 to "
+                         f"{layers - 1}", file=c.where, column="mlp_only_layers",
+                         fix="pass the model's own config.json")
+    return set(given)
 
 
 def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> list[Tensor]:
