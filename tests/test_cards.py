@@ -870,6 +870,40 @@ def test_a_mistral_window_under_its_context_is_refused_as_phi3s_is():
     shape_from_config({**qwen, "sliding_window": 4096}, "q/config.json")
 
 
+MIXTRAL_8X7B = {"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+                "num_local_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 32,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+                "tie_word_embeddings": False, "max_position_embeddings": 32768,
+                "sliding_window": None, "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize(("fixture", "change", "context"), [
+    (None, {"sliding_window": 4096}, 32768),
+    ("qwen3-30b-a3b", {"use_sliding_window": True, "sliding_window": 4096}, 40960),
+])
+def test_a_mixtral_or_qwen_moe_window_under_its_context_is_refused(fixture, change, context):
+    """The rule above held for the llama-like families only: a Mixtral config with
+    sliding_window 4096 of 32768 (transformers' MixtralAttention slides every layer by it),
+    or Qwen3-30B-A3B's with use_sliding_window true and 4096 of 40960, was carded as full
+    attention, exit 0: Mixtral's cache 2 x 32 x 8 x 128 x 2 = 131,072 bytes per token over
+    the whole context, 8x the window's at 32k. Now refused the same way, naming the field;
+    Mixtral-8x7B without a window is carded as before (46.7028 B total, 12.8799 B active, the
+    published 46.7 B and 12.9 B: 32 x (41,943,040 attention + 8 x 3 x 4096 x 14336 experts (2
+    of 8 active) + 32,768 router + 8,192 norms) + 2 x 32000 x 4096 + 4096)."""
+    cfg = MIXTRAL_8X7B if fixture is None else read_config(FIX / fixture)[0]
+    with pytest.raises(InputError) as info:
+        shape_from_config({**cfg, **change}, "m/config.json")
+    message = str(info.value)
+    assert message.startswith("m/config.json, column 'sliding_window': sliding_window 4096 is "
+                              f"below max_position_embeddings {context}: every layer would "
+                              "cache a 4096-token window")
+    assert "\n" not in message and "(fix: " in message
+    shape = shape_from_config(cfg, "m/config.json")
+    assert shape.kv_bytes_per_token == (131072 if fixture is None else 2 * 48 * 4 * 128 * 2)
+    if fixture is None:
+        assert (shape.total(), round(shape.active())) == (46_702_792_704, 12_879_925_248)
+
+
 def _shape_and_scheme(name: str):
     cfg, _ = read_config(FIX / name)
     return shape_from_config(cfg, name), scheme_from_config(cfg, name)

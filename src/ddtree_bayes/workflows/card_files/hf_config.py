@@ -49,6 +49,13 @@ ALL_MOE = {"mixtral", "gpt_oss", "minimax_m2"}
 LLAMA4 = {"llama4_text"}
 SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | ROUTED_SHARED | SLIDING | FUSED | ALL_MOE
                    | LLAMA4 | {"gemma3"})
+#: Families whose every layer would slide with a ``sliding_window`` below the context
+#: (transformers' Mistral, Mixtral, Qwen2 / Qwen3 dense and MoE attention take the config's
+#: window): refused by :func:`window_checks`, as a card cannot hold the window. Mixtral and
+#: the Qwen MoE were read as full attention whatever their window said.
+WINDOWED = LLAMA_LIKE | QWEN_MOE | {"mixtral"}
+#: The Qwen families whose window is on only with ``use_sliding_window`` true.
+QWEN_WINDOW = {"qwen2", "qwen3"} | QWEN_MOE
 #: Families whose q, k and v projections always carry a bias.
 QKV_BIAS = {"qwen2", "qwen2_moe"}
 #: Families with a per-head RMSNorm on q and k.
@@ -274,7 +281,7 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
         check_sizes(cfg, where)
     c = HFConfig(cfg, where)
     fused_notes = (fused_family_checks(c, where) if family in FUSED else
-                   window_checks(c, where) if family in LLAMA_LIKE else [])
+                   window_checks(c, where) if family in WINDOWED else [])
     if family == "minimax_m2":
         fused_notes = minimax_checks(c, where)
     vocab, hidden, layers = c.whole("vocab_size"), c.whole("hidden_size"), c.whole("num_hidden_layers")
@@ -350,12 +357,13 @@ def fused_family_checks(c: HFConfig, where: str) -> list[str]:
 
 def window_checks(c: HFConfig, where: str) -> list[str]:
     """A ``sliding_window`` below ``max_position_embeddings`` on a family whose every layer
-    slides (Phi-3-mini-4k's 2047 of 4096; a ``mistral`` config's 4096 of 32768, Mistral-7B-v0.1):
+    slides (Phi-3-mini-4k's 2047 of 4096; a ``mistral`` config's 4096 of 32768, Mistral-7B-v0.1;
+    a ``mixtral`` one's, or a Qwen MoE one's with ``use_sliding_window`` true, :data:`WINDOWED`):
     refused, naming the field, since the card's kv_bytes_per_token (the cache that grows with
     the context) cannot say a window; a Mistral one was carded as full attention, its cache
     counted 8x too big at 32k. A window switched off (Qwen2's ``use_sliding_window`` false),
     absent, or at or above the context bounds nothing: a note at most."""
-    if c.cfg.get("model_type") in ("qwen2", "qwen3") and not c.flag("use_sliding_window"):
+    if c.cfg.get("model_type") in QWEN_WINDOW and not c.flag("use_sliding_window"):
         return []
     window = c.optional("sliding_window")
     if not window:
