@@ -253,6 +253,23 @@ def test_sbc_ranks_and_uniformity(inputs):
     assert tests["b"]["chi2_p"] < 1e-10
 
 
+def test_sbc_uniformity_of_few_replicates_is_exact():
+    """``validate --sbc 2`` printed chi-square p 0.035 for a parameter whose two ranks shared a
+    bin of 10 (and 0.534 for two bins): scipy's approximation, off with 0.2 ranks expected a
+    bin. Under uniform ranks two share a bin with probability 1/10, the statistic's largest
+    value for 2 ranks, so the exact p is 0.1 (and 1.0 apart); 3 in one bin, 1/100. At 50
+    replicates (5 a bin) and more it is the chi-square approximation as before."""
+    two = [{"ranks": {"same": 15, "apart": r}} for r in (12, 95)]
+    tests = V.sbc_uniformity(two)
+    assert tests["same"]["counts"][1] == 2 and tests["same"]["chi2_p"] == pytest.approx(0.1)
+    assert tests["apart"]["chi2_p"] == pytest.approx(1.0)
+    three = V.sbc_uniformity([{"ranks": {"a": 3}}] * 3)
+    assert three["a"]["chi2_p"] == pytest.approx(0.01)
+    assert (V.sbc_p_method(49), V.sbc_p_method(50)) == ("exact", "chi-square")
+    flat = [{"ranks": {"a": r}} for r in range(0, 100, 10)] * 5    # 50 ranks, 5 a bin
+    assert V.sbc_uniformity(flat)["a"]["chi2_p"] == pytest.approx(1.0)
+
+
 def test_simulate_cli_writes_a_fittable_file(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     truth = Path(__file__).resolve().parents[1] / "data" / "examples"

@@ -122,6 +122,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             return 0
         print(f"simulation-based calibration: {res['replicates']} replicates, ranks 0..{res['L']} "
               f"in {res['bins']} bins, {res['unconverged']} unconverged, {res['seconds']:.0f} s")
+        if res.get("p_method") == "exact":
+            print(f"chi2 p: exact (fewer than {V.SBC_MIN_EXPECTED} ranks a bin expected, where "
+                  "the chi-square approximation is off: it read 2 replicates in one bin of 10 "
+                  "as p 0.035, exactly 0.1)")
         print(render_table(["parameter", "", "chi2 p", "rank counts per bin"],
                            [[k, "", f"{t['chi2_p']:.3f}", " ".join(map(str, t["counts"]))]
                             for k, t in res["uniformity"].items()]))
