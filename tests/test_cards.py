@@ -937,6 +937,36 @@ def llama_read(quant: dict) -> float:
     return (llama_with(quant)[0] - 2 * 525_336_576) / 7_504_924_672
 
 
+#: Llama-3.1-8B's bf16 weights under any scheme here: the embedding and lm_head (128256 x 4096
+#: each) and the 2 x 32 + 1 norms of 4096; and the output rows of a layer's seven linears.
+LLAMA_BF16_BYTES = 2 * (2 * 525_336_576 + 32 * 8_192 + 4_096)
+LLAMA_ROWS_PER_LAYER = 4096 + 1024 + 1024 + 4096 + 14336 + 14336 + 4096     # 43,008
+
+
+@pytest.mark.parametrize(("quant", "bits_per_layer"), [
+    # int8: 8 bits a weight + an fp32 scale per output row (was read as 4-bit: "false" is true)
+    ({"quant_method": "bitsandbytes", "load_in_4bit": "false", "load_in_8bit": True},
+     LINEAR_PER_LAYER * 8 + 32 * LLAMA_ROWS_PER_LAYER),
+    # nf4 without double quant: 4 bits + an fp32 absmax per 64 = 4.5 (was read as double: 4.127)
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True,
+      "bnb_4bit_use_double_quant": "false"}, LINEAR_PER_LAYER * 4.5),
+    ({"quant_method": "bitsandbytes", "_load_in_4bit": "True",
+      "bnb_4bit_use_double_quant": True}, LINEAR_PER_LAYER * (4 + 8 / 64 + 32 / (64 * 256))),
+])
+def test_bitsandbytes_flags_written_as_strings_are_read_as_flags(quant, bits_per_layer):
+    """bitsandbytes' flags were read with ``bool()``, so ``"false"`` was true: an int8
+    checkpoint whose config also says ``load_in_4bit: "false"`` was carded at 4 bits, exit 0,
+    and a ``"false"`` double quant as one. Read as the other config flags are (config_bool);
+    every decoder linear quantised, the lm_head, embedding and norms bf16."""
+    assert llama_with(quant)[0] == pytest.approx(32 * bits_per_layer / 8 + LLAMA_BF16_BYTES)
+
+
+def test_a_bitsandbytes_flag_that_is_no_flag_is_refused():
+    with pytest.raises(InputError) as info:
+        llama_with({"quant_method": "bitsandbytes", "load_in_4bit": "yes"})
+    assert "'load_in_4bit' is 'yes', not true or false" in str(info.value)
+
+
 def test_awq_int4_g128():
     # quant_method awq (AutoAWQ GEMM, as transformers' AwqConfig writes it): every decoder
     # linear at 4 bits + an fp16 scale and a 4-bit zero per 128 inputs per output:

@@ -367,7 +367,7 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
     if method == "modelopt":
         return _modelopt(q, base, where, bytes_per_weight)
     if method == "bitsandbytes":
-        return _bitsandbytes(q, base)
+        return _bitsandbytes(q, base, where)
     if method == "mxfp4":
         return _mxfp4(q, base)
     return _unread(f"quantization_config quant_method {method or '(none)'!r} is not one card "
@@ -469,10 +469,20 @@ def _modelopt(q: dict, base: float, where: str, given: float | None) -> Scheme:
                    "pass --bytes-per-weight")
 
 
-def _bitsandbytes(q: dict, base: float) -> Scheme:
+def _bitsandbytes(q: dict, base: float, where: str) -> Scheme:
+    """bitsandbytes 4-bit (nf4 / fp4: an fp32 absmax per 64, or with double quant an 8-bit
+    one plus an fp32 per 256 of those) or int8 (an fp32 scale per output row). Its flags are
+    read as config.json flags (:func:`config_bool`): ``bool("false")`` is true, so
+    ``load_in_4bit: "false"`` beside ``load_in_8bit: true`` was carded at 4 bits (0.6632 B a
+    weight for Llama-3.1-8B, not int8's 1.0708), and a ``"false"`` double quant as one."""
     skip = list(q.get("llm_int8_skip_modules") or [])
-    if q.get("load_in_4bit") or q.get("_load_in_4bit"):
-        double = bool(q.get("bnb_4bit_use_double_quant"))
+
+    def flag(key: str) -> bool:
+        return any(config_bool(q[k], k, where) for k in (key, f"_{key}")
+                   if q.get(k) is not None)
+
+    if flag("load_in_4bit"):
+        double = flag("bnb_4bit_use_double_quant")
         extra = 8 / 64 + 32 / (64 * 256) if double else 32 / 64
         return Scheme(f"bitsandbytes {q.get('bnb_4bit_quant_type', 'nf4')} 4-bit"
                       f"{' (double quant)' if double else ''}", base, "bf16",
