@@ -2311,6 +2311,26 @@ def test_mlp_only_layers_give_dense_mlps_counted_by_hand(tmp_path):
     assert base - two == 2 * (128 * 3 * 2048 * 768 + 128 * 2048 - 3 * 2048 * 6144)
 
 
+@pytest.mark.parametrize("fixture", ["gemma-3-27b-it", "gpt-oss-20b"])
+def test_a_sliding_window_of_0_is_refused_naming_the_config(tmp_path, fixture):
+    """Gemma 3's or gpt-oss's ``sliding_window`` 0 (52 of Gemma 3 27B's 62 layers slide) was
+    refused as "data/models.csv, row 18, column 'kv_window_tokens': must be > 0": a row the
+    user never wrote, of a file card add had not written. Now the config and its field."""
+    cfg = json.loads((FIX / fixture / "config.json").read_text())
+    if "text_config" in cfg:
+        cfg["text_config"] = {**cfg["text_config"], "sliding_window": 0}
+    else:
+        cfg["sliding_window"] = 0
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    code, out, err = cli(tmp_path, "--hf-config", str(folder), "--name", "bad")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert (f"{folder / 'config.json'}, column 'sliding_window': sliding_window is 0, but "
+            in err and "models.csv" not in err)
+    assert not (tmp_path / "data" / "models.csv").exists()
+
+
 def test_gguf_on_the_command_line(tmp_path, gguf_file, quick_hash):
     code, out, err = cli(tmp_path, "--gguf", str(gguf_file), "--name", "llama8b-q4km")
     assert code == 0, err

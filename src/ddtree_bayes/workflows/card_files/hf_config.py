@@ -879,8 +879,14 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
                                 c.whole("attention_chunk_size"), "chunked-attention")
     sliding = kinds.count("sliding_attention")
     if sliding:
-        text += (describe_window(shape, sliding, full, kv_heads, head_dim,
-                                 c.whole("sliding_window"))
+        window = c.whole("sliding_window")
+        if window < 1:   # (was refused blaming data/models.csv's kv_window_tokens, a row
+            #               the user never wrote, in a file not written)
+            raise InputError(f"sliding_window is {window}, but {sliding} layers are "
+                             "sliding_attention: a window holds at least 1 token",
+                             file=c.where, column="sliding_window",
+                             fix="pass the model's own config.json")
+        text += (describe_window(shape, sliding, full, kv_heads, head_dim, window)
                  + (", attention sinks" if family == "gpt_oss" else ""))
     shape.attention = text
     shape.kv_bytes_per_token = 2 * full * kv_heads * head_dim * 2
