@@ -2301,6 +2301,30 @@ def test_mlp_only_layers_that_name_no_layer_are_refused(tmp_path, given):
     assert not (tmp_path / "data" / "models.csv").exists()
 
 
+@pytest.mark.parametrize("edit", [{"mlp_only_layers": list(range(48))},
+                                  {"decoder_sparse_step": 100}])
+def test_a_qwen_moe_config_with_no_moe_layer_is_carded_dense(tmp_path, edit):
+    """Qwen3-30B-A3B's config with every layer dense (all 48 in mlp_only_layers, or a
+    decoder_sparse_step past the last layer; transformers then builds no expert) was carded
+    as an MoE of 128 experts whose active parameters are its total, and refused blaming
+    "data/models.csv, row 18, column 'params_active_b'", a row the user never wrote. Now a
+    dense card: 48 x (18,874,624 attention (q, o 4096 x 2048; k, v 512 x 2048; q/k norms
+    128 each) + 3 x 2048 x 6144 MLP + 2 x 2048 norms) + 2 x 151936 x 2048 + 2048
+    = 3,340,449,792, all active, and the notes say why."""
+    cfg = json.loads((FIX / "qwen3-30b-a3b" / "config.json").read_text())
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**cfg, **edit}))
+    code, out, err = cli(tmp_path, "--hf-config", str(folder), "--name", "dense30")
+    assert code == 0, err
+    card = load_model_cards(tmp_path / "data" / "models.csv")["dense30"]
+    assert (card.experts, card.params_total_b, card.params_active_b) == (None, 3.3404, 3.3404)
+    assert 48 * (18_874_624 + 3 * 2048 * 6144 + 2 * 2048) + 2 * 151936 * 2048 + 2048 \
+        == 3_340_449_792
+    assert "num_experts 128 but no layer holds experts" in (
+        tmp_path / "data" / "models.csv").read_text()
+
+
 def test_mlp_only_layers_give_dense_mlps_counted_by_hand(tmp_path):
     """Two of Qwen3-30B-A3B's 48 layers dense (``mlp_only_layers`` [0, 47]): each trades its
     128 experts of 3 x 2048 x 768 and its 128 x 2048 router for a dense MLP of 3 x 2048 x

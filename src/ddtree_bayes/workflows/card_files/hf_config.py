@@ -914,6 +914,16 @@ def describe_indexer(shape: ModelShape, c: HFConfig, rank: int, rope: int) -> No
 
 
 def describe_experts(shape: ModelShape, c: HFConfig, family: str) -> None:
+    if family in QWEN_MOE and c.optional("num_experts") and not any(
+            moe_layer(c, family, i) for i in range(shape.layers)):
+        # every layer dense (mlp_only_layers, or a decoder_sparse_step past the last layer):
+        # transformers builds no expert, so neither does the card (an MoE card of no routed
+        # weights was refused blaming data/models.csv's params_active_b, a row never written)
+        shape.intermediate_size = c.optional("intermediate_size")
+        shape.notes.append(f"num_experts {c.whole('num_experts')} but no layer holds experts "
+                           "(mlp_only_layers, decoder_sparse_step): every layer's MLP is "
+                           "dense, carded as a dense model")
+        return
     if family in ROUTED_SHARED and c.optional("n_routed_experts"):
         shape.experts, shape.shared_experts = c.whole("n_routed_experts"), c.whole("n_shared_experts")
     elif family in ALL_MOE:
