@@ -3163,6 +3163,32 @@ def test_a_gguf_of_llama4_caches_its_chunked_layers_at_the_chunk(tmp_path, quick
     assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"]) == ("2048", "")
 
 
+@pytest.mark.parametrize("arch, layers, pattern, sliding", [
+    ("gemma3", 62, None, 52),        # every 6th layer full: 62 - 10 = 52 slide
+    ("gemma2", 4, None, 2),          # every other layer: 2 of 4 (was read as the default 4096)
+    ("llama", 4, [True, False, True, False], 2),   # per-layer flags, any arch: 2 slide
+])
+def test_a_gguf_sliding_window_of_0_is_refused_naming_the_key(tmp_path, quick_hash, arch, layers,
+                                                              pattern, sliding):
+    """As card add refuses a config's ``sliding_window`` 0 (commit 3b234b3b), a GGUF's
+    ``{arch}.attention.sliding_window`` 0 over layers that slide was passed: a gemma3 file was
+    carded with all 62 layers at full attention (31,744 bytes per token for 2 x 62 x 2 x 64 x 2,
+    no window), a gemma2 one at llama.cpp's default 4096-token window instead, without a word.
+    llama4's 0 (chunking off) and phi3's (window switched off) stay read."""
+    importlib.import_module("gguf")
+    path = _sliding_gguf(tmp_path / f"{arch}.gguf", arch, layers, 256, 8, 2, 64, 0,
+                         pattern=pattern)
+    code, out, err = cli(tmp_path, "--gguf", str(path), "--name", "bad")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert (f"{path}, column '{arch}.attention.sliding_window': {arch}.attention.sliding_window "
+            f"is 0, but {sliding} of {layers} layers slide: a window holds at least 1 token"
+            in err), err
+    assert not (tmp_path / "data" / "models.csv").exists()
+    # phi3 (llama.cpp runs every layer full whatever the window): 0 stays read, no window
+    path = _sliding_gguf(tmp_path / "phi3.gguf", "phi3", 4, 256, 8, 2, 64, 0)
+    assert kv_columns(card_files.derive_from_gguf(path)) == ("2048", "", "")
+
+
 def test_a_gguf_of_gemma2_without_a_window_key_slides_over_4096(tmp_path, quick_hash):
     """llama.cpp's gemma2 sets n_swa = 4096 (gemma 2's default) and reads the key only to
     replace it: a file without ``gemma2.attention.sliding_window`` still slides every other

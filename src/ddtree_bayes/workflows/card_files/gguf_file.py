@@ -201,8 +201,21 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                            + f", {heads} q heads / {shape.kv_heads} kv heads, head_dim "
                            f"{head_dim}")
         kv_total = sum(cached.values())
-        window = swa_window(str(arch), key("{arch}.attention.sliding_window"))
+        given = key("{arch}.attention.sliding_window")
         pattern = key("{arch}.attention.sliding_window_pattern")
+        window = swa_window(str(arch), given)
+        given_n = _int(given)
+        if (given_n is not None and given_n < 1 and str(arch) not in CHUNKED
+                and str(arch) not in SWA_OFF and full == layers
+                and (str(arch) in SWA_PATTERN or isinstance(pattern, list))):
+            # (a gemma3 file was carded with every layer at full attention, a gemma2 one at
+            # the default 4096-token window, as card add refuses a config's sliding_window 0)
+            sliding = sliding_layers(pattern, SWA_PATTERN.get(str(arch), 1), layers, path)
+            if sliding:
+                name = f"{arch}.attention.sliding_window"
+                raise InputError(f"{name} is {given_n}, but {sliding} of {layers} layers "
+                                 "slide: a window holds at least 1 token", file=str(path),
+                                 column=name, fix="pass the model's own GGUF file")
         if window and full == layers and not (str(arch) in SWA_PATTERN
                                               or isinstance(pattern, list)):
             shape.notes.append(unapplied_window(str(arch), window,
