@@ -455,6 +455,15 @@ def test_replacing_a_row_keeps_the_int8_peak_its_owner_gave(tmp_path):
      "--compute-capability 'Volta' is not a compute capability the table can read (fix: write "
      "it as major.minor, e.g. 8.9 (nvidia-smi --query-gpu=compute_cap), or an AMD GPU's gfx "
      "target, e.g. gfx942)"),
+    # a number no NVIDIA GPU has (majors run 1, Tesla, to 12, Blackwell GeForce / DGX Spark)
+    (["--like", "h100", "--compute-capability", "99.9"],
+     "--compute-capability 99.9 is no NVIDIA GPU's: compute capabilities run from 1.0 (Tesla) "
+     "to 12.x (Blackwell: RTX 50, RTX PRO 6000 12.0, DGX Spark 12.1) (fix: give the GPU's own "
+     "(nvidia-smi --query-gpu=compute_cap), or an AMD GPU's gfx target, e.g. gfx942)"),
+    (["--like", "h100", "--compute-capability", "13.0"],
+     "--compute-capability 13.0 is no NVIDIA GPU's: compute capabilities run from 1.0"),
+    (["--like", "h100", "--compute-capability", "0.9"],
+     "--compute-capability 0.9 is no NVIDIA GPU's: compute capabilities run from 1.0"),
     # a peak given that the capability (copied or given) cannot have is a contradiction
     (["--like", "v100", "--dense-fp8-tflops", "100"],
      "--dense-fp8-tflops 100: compute capability 7.0 (as v100) has no fp8 tensor cores (fp8 "
@@ -468,6 +477,16 @@ def test_a_compute_capability_is_read_as_the_table_writes_it(tmp_path, argv, mes
     code, out, err = run_cli(tmp_path, "hardware", "add", "g", *argv, "--source", "s")
     assert (code, out) == (2, "") and listing(tmp_path) == {}
     assert err.startswith(f"ddtree-bayes: error: {message}") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("cc", ["1.0", "12.1", "gfx1151"])
+def test_a_compute_capability_at_the_ends_of_the_range_is_taken(tmp_path, cc):
+    """The bounds of the refusal above: 1.0 (the first CUDA GPUs) and 12.1 (DGX Spark's GB10)
+    are NVIDIA's; an AMD gfx target is no NVIDIA number and is not bounded by them."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", "g", "--like", "l40s",
+                             "--compute-capability", cc, "--source", "s", "--dry-run")
+    assert code == 0, err
+    assert f"compute cap.  {cc} " in out
 
 
 def test_every_built_in_gpu_has_only_the_peaks_its_capability_has():

@@ -25,6 +25,26 @@ AMD_MIN_GFX = {"fp8": "gfx942 (CDNA3)", "fp4": "gfx950 (CDNA4)"}
 #: AMD GPU's gfx target (gfx942), which no NVIDIA threshold applies to.
 COMPUTE_CAPABILITY_RE = re.compile(r"[0-9]{1,2}\.[0-9]|gfx[0-9a-f]{3,4}")
 
+#: The NVIDIA compute capability majors that exist (NVIDIA's CUDA GPUs page): 1 (Tesla, the first
+#: CUDA GPUs, 1.0) to 12 (Blackwell: RTX 50 and RTX PRO 6000 12.0, DGX Spark's GB10 12.1).
+#: ``hardware add`` refuses a major.minor outside them (99.9 was taken without a word).
+NVIDIA_CC_MAJORS = range(1, 13)
+#: The range as the messages say it.
+NVIDIA_CC_SPAN = "1.0 (Tesla) to 12.x (Blackwell: RTX 50, RTX PRO 6000 12.0, DGX Spark 12.1)"
+
+
+def nvidia_cc_unknown(compute_capability: str) -> bool:
+    """A major.minor compute capability whose major no NVIDIA GPU has (:data:`NVIDIA_CC_MAJORS`);
+    a gfx target, blank or unreadable text is not one (the table's pattern judges those).
+
+    >>> nvidia_cc_unknown("99.9"), nvidia_cc_unknown("0.9"), nvidia_cc_unknown("13.0")
+    (True, True, True)
+    >>> nvidia_cc_unknown("1.0"), nvidia_cc_unknown("12.1"), nvidia_cc_unknown("gfx942")
+    (False, False, False)
+    """
+    m = re.fullmatch(r"\s*([0-9]{1,2})\.[0-9]\s*", compute_capability)
+    return m is not None and int(m[1]) not in NVIDIA_CC_MAJORS
+
 
 def is_amd(hardware_row: dict[str, str]) -> bool:
     """An AMD GPU: its ``compute_capability`` is a gfx target (gfx942, gfx1151...).
