@@ -3400,6 +3400,28 @@ def test_the_quantisation_sizes_checkpoints_write_are_read(quant):
     assert weight_bytes(shape_from_config(cfg, "x"), scheme_from_config(cfg, "x")).total_bytes > 0
 
 
+@pytest.mark.parametrize("quant, label", [
+    ({"quant_method": "gptq", "bits": 4, "group_size": -1},
+     "GPTQ int4 per-channel (fp16 scale + packed zero per output channel, int32 g_idx per "
+     "input)"),
+    ({"quant_method": "gptq", "bits": 8, "group_size": 0},
+     "GPTQ int8 per-channel (fp16 scale + packed zero per output channel, int32 g_idx per "
+     "input)"),
+    ({"quant_method": "awq", "bits": 4, "group_size": -1},
+     "AWQ int4 per-channel (fp16 scale + int4 zero per output channel)"),
+    ({"quant_method": "awq", "bits": 4, "group_size": None, "zero_point": False},
+     "AWQ int4 per-channel (fp16 scale per output channel)"),
+    ({"quant_method": "gptq", "bits": 4, "group_size": 128},
+     "GPTQ int4 g128 (fp16 scale + packed zero per group, int32 g_idx per input)"),
+])
+def test_a_per_channel_group_size_is_printed_per_channel(quant, label):
+    """GPTQ / AWQ ``group_size`` -1 (0 or null alike: one group per output channel, as
+    :func:`_group` prices it, a group of all ``inp`` inputs) was printed "g-1" ("g0",
+    "gNone"); compressed-tensors' channel strategy reads "channel". Now "per-channel"."""
+    cfg = {**LLAMA, "quantization_config": quant}
+    assert scheme_from_config(cfg, "x").label == label
+
+
 QWEN3_32B = {"model_type": "qwen3", "hidden_size": 5120, "intermediate_size": 25600,
              "num_hidden_layers": 64, "num_attention_heads": 64, "num_key_value_heads": 8,
              "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,

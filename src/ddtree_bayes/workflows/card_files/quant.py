@@ -244,6 +244,18 @@ def _group(value, inp: int) -> int:
     return inp if value <= 0 else value
 
 
+def _group_words(value) -> tuple[str, str]:
+    """A ``group_size`` as the label prints it, and what its scales are per: -1, 0 or none is
+    one group per output channel (:func:`_group`: all of a row's inputs), not "g-1".
+
+    >>> _group_words(128), _group_words(-1), _group_words(None)
+    (('g128', 'group'), ('per-channel', 'output channel'), ('per-channel', 'output channel'))
+    """
+    if value in (None, "") or int(value) <= 0:
+        return "per-channel", "output channel"
+    return f"g{value}", "group"
+
+
 _SIZES_FIX = ("pass the checkpoint's own config.json, or --bytes-per-weight with the "
               "checkpoint's size / parameters")
 
@@ -321,9 +333,9 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
             g = _group(q.get("group_size", q.get("q_group_size", 128)), inp)
             return out * inp * (bits + (16 + (bits if zero else 0)) / g)
 
-        g = q.get("group_size", q.get("q_group_size", 128))
+        g, per = _group_words(q.get("group_size", q.get("q_group_size", 128)))
         per_group = f"fp16 scale + int{bits} zero" if zero else "fp16 scale"
-        return Scheme(f"AWQ int{bits} g{g} ({per_group} per group)", base, "bf16", awq, skip,
+        return Scheme(f"AWQ int{bits} {g} ({per_group} per {per})", base, "bf16", awq, skip,
                       skip_children=True)
     if method == "gptq":
         bits = _width(q, "bits", 4, "gptq")
@@ -345,8 +357,9 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
                            "groups", f"GPTQ with dynamic rule {other[0]!r}", where,
                            bytes_per_weight, _SIZE_FIX)
         skip += [f"re:{str(k)[2:]}" for k, _ in rules if str(k).startswith("-:")]
-        return Scheme(f"GPTQ int{bits} g{q.get('group_size', 128)} (fp16 scale + packed zero per "
-                      "group, int32 g_idx per input)", base, "bf16", gptq, skip,
+        g, per = _group_words(q.get("group_size", 128))
+        return Scheme(f"GPTQ int{bits} {g} (fp16 scale + packed zero per {per}, int32 g_idx "
+                      "per input)", base, "bf16", gptq, skip,
                       skip_lm_head=not config_bool(q.get("lm_head", False), "lm_head", where),
                       skip_children=True)
     if method == "fp8":
