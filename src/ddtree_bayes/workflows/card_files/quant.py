@@ -114,6 +114,14 @@ def _matches(pattern: str, name: str, *, children: bool = False) -> bool:
     True
     >>> _matches("self_at", "model.layers.0.self_attn.q_proj", children=True)
     False
+
+    A bare name matches a module name's tail, not only a dotted component, as the loaders
+    match: transformers' ``should_convert_module`` by ``endswith``, vLLM's and SGLang's
+    ``is_layer_skipped_awq`` by substring (``module_name in prefix``), so "up_proj" leaves a
+    fused ``gate_up_proj`` unquantised there, and is priced so here:
+
+    >>> _matches("up_proj", "model.layers.0.mlp.gate_up_proj")
+    True
     """
     # a pattern naming the language model's path is tried against the full paths of a
     # multimodal checkpoint too (only then: an unanchored "model\." matched a text model's
