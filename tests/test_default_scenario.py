@@ -290,6 +290,40 @@ def test_the_defaults_acceptance_is_predicts_prior_before_another_systems():
     assert d.accept == pytest.approx(2.3, abs=0.015)   # Uniform(2, 2.6)'s median (3.2 before)
 
 
+def test_the_default_question_reads_the_fits_own_methods_table():
+    """The default question's configuration was read with the bundled [methods] table, not
+    the fit's: a fit whose priors give MTP the anchor's depth rule (depth = "block - 1") reads
+    mtp,4,,5 as a block-4 tree-or-chain verifying 5 tokens (budget blank: 5 is not the chain's
+    3 + 1). The bundled rule (depth = "block") derives 4 + 1 = 5 from block 4, so the default
+    left verify tokens to be derived; predict derived them by the fit's rule, 3 + 1 = 4, and
+    asked block 4 budget 3 verify 4, which no row measured: no flags refused (exit 2) where
+    --method mtp --block 4 --verify-tokens 5 answered 2.79 measured. Now both ask M = 5 at
+    the measured 2.79: 2.79 * 1000 / 9.843 ms = 283.4 tok/s (the step of the tests above)."""
+    from ddtree_bayes.core.default_question import system_default
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+
+    model = "llama-3.1-8b-instruct"
+    base = multi_model_draws()
+    old = '[methods.mtp]\npasses = "block"\ntree = "auto"\ndepth = "block"\n'
+    assert old in base.priors_toml
+    draws = base.view(
+        data_csv=MULTI_DATA + f"{model},h100,1,vllm,mtp,4,,5,2.79,,225,test,\n",
+        priors_toml=base.priors_toml.replace(old, old.replace('depth = "block"', 'depth = "block - 1"')))
+    assert draws.methods["mtp"].depth == "block - 1"
+    d = default_question(draws, model)
+    assert (d.method, d.block, d.budget, d.verify_tokens, d.accept) == ("mtp", 4, None, 5, 2.79)
+    mine = [r for r in draws.measurements.rows if r.model == model]
+    own = system_default(mine, "h100", 1, d, methods=draws.methods)
+    assert own is not None and (own.verify_tokens, own.accept) == (5, 2.79)
+    given = P.predict(draws, model=model, seed=1, hardware="h100", gpus=1, method="mtp",
+                      block=4, verify_tokens=5, engines=["vllm"])[0]
+    asked = P.predict(draws, model=model, seed=1)[0]
+    for r in (given, asked):
+        assert r["accept"] == "2.79 measured (1 row)" and r["verify_tokens"] == 5
+        assert round(r["median"], 1) == 283.4
+
+
 def test_fill_query_takes_what_is_not_given():
     d = fit_default([row(2, "rtx-5090", "mtp", 6, 6, engine="llama.cpp")])
     none: dict = {}

@@ -49,10 +49,11 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ddtree_bayes.core.config import DEFAULT_QUESTION, DefaultQuestion
 from ddtree_bayes.core.data import Measurement, derive_verify_tokens, measured_accept
+from ddtree_bayes.core.methods import MethodSpec
 
 #: At most this many engines in a derived default (the bundled one has two).
 MAX_ENGINES = 2
@@ -79,9 +80,11 @@ def keeps_bundled(measured: Iterable[tuple[str | None, str]], model: str | None 
                for m, hw in measured)
 
 
-def fit_default(rows: Iterable[Measurement], model: str | None = None) -> DefaultQuestion:
+def fit_default(rows: Iterable[Measurement], model: str | None = None,
+                methods: Mapping[str, MethodSpec] | None = None) -> DefaultQuestion:
     """The default question of a fit made on ``rows`` (``model``: the model asked about; None
-    takes every row, as for a fit of one model). See the module docstring for the rules.
+    takes every row, as for a fit of one model; ``methods``: the fit's ``[methods]`` table,
+    None: the bundled one). See the module docstring for the rules.
 
     >>> from ddtree_bayes.core.data import Measurement
     >>> def row(i, hw, method, block=None, budget=None, engine="vllm", gpus=1):
@@ -113,13 +116,15 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
         return d
     hardware, gpus = _most_common([(r.hardware, r.gpus) for r in spec])
     return _configuration(mine, [r for r in spec if (r.hardware, r.gpus) == (hardware, gpus)],
-                          why)
+                          why, methods)
 
 
-def _configuration(mine: list[Measurement], there: list[Measurement], why: str
-                   ) -> DefaultQuestion:
+def _configuration(mine: list[Measurement], there: list[Measurement], why: str,
+                   methods: Mapping[str, MethodSpec] | None) -> DefaultQuestion:
     """The most-measured speculative configuration of ``there`` (speculative rows of one
-    system; ``mine``: every row of the model, for its measured acceptance)."""
+    system; ``mine``: every row of the model, for its measured acceptance), read with the
+    fit's ``methods`` table, as predict reads it (the bundled one left mtp,4,,5 of a fit whose
+    MTP has ``depth = "block - 1"`` to be derived, and predict derived 3 + 1 = 4)."""
     hardware, gpus = there[0].hardware, there[0].gpus
     method = _most_common([r.method for r in there])
     there = [r for r in there if r.method == method]
@@ -131,13 +136,14 @@ def _configuration(mine: list[Measurement], there: list[Measurement], why: str
     own = [r for r in there if r.engine == engines[0]]
     own = [r for r in own if r.drafter is None] or own
     top = max(own, key=lambda r: (r.verify_tokens, r.block or 0, r.budget or 0))
-    verify = (None if derive_verify_tokens(method, top.block, top.budget) == top.verify_tokens
+    verify = (None if derive_verify_tokens(method, top.block, top.budget, methods)
+              == top.verify_tokens
               else top.verify_tokens)
     # predict's measured acceptance of it in the first engine (core/data.measured_accept: its
     # own rows there, else the system's, else other systems'); none: the middle of [1, M]
     found = measured_accept(mine, model=None, method=method, block=top.block,
                             budget=top.budget, verify_tokens=top.verify_tokens,
-                            hardware=hardware, gpus=gpus, engine=engines[0])
+                            hardware=hardware, gpus=gpus, engine=engines[0], methods=methods)
     accept = (statistics.fmean(r.accept_len for r in found[0] if r.accept_len is not None)
               if found else (1 + top.verify_tokens) / 2)
     return DefaultQuestion(hardware=hardware, method=method, block=top.block, budget=top.budget,
@@ -147,7 +153,8 @@ def _configuration(mine: list[Measurement], there: list[Measurement], why: str
 
 def system_default(rows: Iterable[Measurement], hardware: str, gpus: int,
                    base: DefaultQuestion, model: str | None = None, *, method: str | None = None,
-                   engines: Iterable[str] = ()) -> DefaultQuestion | None:
+                   engines: Iterable[str] = (), methods: Mapping[str, MethodSpec] | None = None
+                   ) -> DefaultQuestion | None:
     """The default question of one asked system (``hardware`` x ``gpus``, of ``model``; None:
     every row) that has measurements: the flags not given come from its own rows before any
     other system's (``base``: the fit's default question, :func:`fit_default`, which is
@@ -188,7 +195,7 @@ def system_default(rows: Iterable[Measurement], hardware: str, gpus: int,
         there = narrowed or there
     spec = [r for r in there if r.is_speculative]
     if spec:
-        return _configuration(mine, spec, why)
+        return _configuration(mine, spec, why, methods)
     counts = Counter(r.engine for r in there)
     return dataclasses.replace(base, hardware=hardware, gpus=gpus,
                                engines=tuple(sorted(counts, key=lambda e: -counts[e])[:MAX_ENGINES]),

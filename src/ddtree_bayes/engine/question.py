@@ -250,7 +250,8 @@ def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
     measured = [(m if multi else None, hw) for m, hw, _ in map(split_label, fit.measured_systems)]
     if keeps_bundled(measured, model if multi else None):
         return DEFAULT_QUESTION   # (without validating the stored data again)
-    return inferred_accept(fit, fit_default(fit.measurements.rows, model if multi else None),
+    return inferred_accept(fit, fit_default(fit.measurements.rows, model if multi else None,
+                                            fit.methods),
                            model if multi else None)
 
 
@@ -316,7 +317,7 @@ def question_default(fit: Fit, flags: Flags) -> tuple[DefaultQuestion, bool]:
         return d, False
     own = system_default(fit.measurements.rows, flags.hardware, gpus, d,
                          model if multi else None, method=flags.method,
-                         engines=flags.engines or ())
+                         engines=flags.engines or (), methods=fit.methods)
     if own is None:
         return d, False
     own = inferred_accept(fit, own, model if multi else None)
