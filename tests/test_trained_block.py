@@ -166,6 +166,27 @@ def test_predict_optimize_and_next_refuse_a_block_above_the_drafters(kimi_b8, tm
     assert code == 2 and "at most 8 tokens per step" in err, err
 
 
+def test_track_add_bounds_the_acceptance_by_the_drafters_trained_block(kimi_b8):
+    """track's own acceptance check (workflows/living/tracking.py check_accept_limit) took no
+    trained block: --method ddtree --budget 32 --accept 12 of kimi-k2.6, whose DDTree drafter
+    was trained at block 8, was tracked (bounded by budget + 1 = 33; exit 0, "cannot answer it
+    yet"), where predict refuses above 8 (block 8 - 1 drafts + 1). Now one line, exit 2,
+    nothing written, as predict; 8 itself is tracked."""
+    asked = ["--method", "ddtree", "--budget", "32", "--engine", "sglang"]
+    tracked = kimi_b8 / "models" / "tracked.json"
+    before = tracked.read_bytes() if tracked.exists() else None
+    code, _, err = run_cli(kimi_b8, "predict", *asked, "--accept", "12")
+    assert code == 2 and "at most 8 tokens per step" in err, err
+    code, out, err = run_cli(kimi_b8, "track", "add", *asked, "--accept", "12")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("ddtree-bayes: error: --accept 12 is above what ddtree with a drafter "
+                          "trained at block 8 can emit (at most 8 tokens per step"), err
+    assert (tracked.read_bytes() if tracked.exists() else None) == before
+    code, out, err = run_cli(kimi_b8, "track", "add", *asked, "--accept", "8")
+    assert code == 0 and "cannot answer" not in out, (out, err)
+    assert json.loads(tracked.read_text())   # (written)
+
+
 def test_a_named_drafters_trained_block_is_its_own(tmp_path):
     """A card rows or --drafter name (default no): its block bounds the question, not the
     default card's."""

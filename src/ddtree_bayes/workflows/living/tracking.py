@@ -180,16 +180,28 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     :func:`query_rows` fills them (:func:`asked_query`: the fit's default question for the
     query's model, the project's when it names none, and the fit's methods table), or
     without a fit (``draws`` None) from the bundled default and ``models/priors.toml`` (the
-    bundled priors when there is none)."""
+    bundled priors when there is none). With a fit, the model's default drafter's trained
+    block (its card's ``block_size``) bounds it as predict's does (engine/scenario.py
+    ``trained_block_of``): ``--method ddtree --budget 32 --accept 12`` of a drafter trained
+    at block 8 was tracked (M = 33 bounded it), where predict refuses above 8. A block above
+    the trained one is tracked as before (the fit "cannot answer it yet", as it says)."""
     from ddtree_bayes.core.methods import max_accept
-    from ddtree_bayes.engine.scenario import check_accept, parse_accept
+    from ddtree_bayes.engine.scenario import check_accept, parse_accept, trained_block_of
 
     q = normalize_query(query)
     _, verify, f, methods = _shape(q, draws, models)
+    trained = None
+    if draws is not None:
+        asked = asked_query(draws, q, drop_ar_flags=False)
+        try:
+            trained = trained_block_of(draws, asked.get("model"), f["method"], f["block"])
+        except QueryError:   # (a block above it: tracked, and answered "cannot answer it yet")
+            trained = None
     if q["accept"] is None:
         return
     check_accept(parse_accept(q["accept"]), q["accept"],
-                 max_accept(f["method"], f["block"], f["budget"], methods, verify))
+                 max_accept(f["method"], f["block"], f["budget"], methods, verify,
+                            trained_block=trained))
 
 
 def _shape(q: dict[str, Any], draws=None, models: Path | None = None
