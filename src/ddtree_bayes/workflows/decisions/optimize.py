@@ -45,7 +45,7 @@ from ddtree_bayes.engine.structure import (
     beyond_measured_note,
     fit_rows,
 )
-from ddtree_bayes.engine.target_models import row_pair
+from ddtree_bayes.engine.target_models import resolve_model, row_pair
 from ddtree_bayes.engine.transfer import rows_behind
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     AcceptanceRows,
@@ -357,10 +357,11 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     # the drafter card the file's rows name, when it prices the question: its trained block,
     # not the default card's, bounds the block (a block-32 drafter's rows at block 16 were
     # refused against a default card trained at block 8); None: the default card's
-    card, other = rows_card(draws, found, method, model)
+    target = None if found is None else priced_target(draws, resolve_model(draws, model))
+    card, other = rows_card(draws, found, method, target)
     named = None if found is None or card is None or other else found.drafter
     if found is not None and acceptance_file is not None and named is not None:
-        rows_block_check(draws, found, acceptance_file, method, block, model)
+        rows_block_check(draws, found, acceptance_file, method, block, target)
     scenarios = [P.resolve_scenario(draws, hardware=hardware, gpus=gpus, engine=engine,
                                     method=method, block=block, budget=b, verify_tokens=None,
                                     context_tokens=ctx, model=model,
@@ -497,33 +498,30 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
             "warnings": notes}
 
 
-def rows_card(draws: Fit, found: AcceptanceRows | None, method: str, model: str | None
+def rows_card(draws: Fit, found: AcceptanceRows | None, method: str, target: str | None
               ) -> tuple[DrafterCard | None, bool]:
     """(the drafter card an acceptance file's rows name, whether it is the card of the rows'
-    own model, another than the question's ``model``): (None, False) for rows naming none
-    (blank: the default card) or a name no card has. A card of the question's target prices
-    the question's passes and bounds its block; one of another model's does neither."""
-    from ddtree_bayes.engine.target_models import resolve_model
-
+    own model, another than the question's ``target``, priced_target's): (None, False) for
+    rows naming none (blank: the default card) or a name no card has. A card of the question's
+    target prices the question's passes and bounds its block; one of another model's does
+    neither."""
     if found is None or found.drafter is None:
         return None, False
     card = card_named(drafter_cards(draws), found.drafter)
-    target = priced_target(draws, resolve_model(draws, model))
     other = (card is not None and target is not None and serves(card, found.model, method)
              and not serves(card, target, method))
     return card, other
 
 
 def rows_block_check(draws: Fit, found: AcceptanceRows, path: str | Path, method: str,
-                     block: int, model: str | None) -> None:
+                     block: int, target: str | None) -> None:
     """A :class:`DataError` at the acceptance file's first row naming its drafter (the
     ``block`` column) when ``block`` is above the block that drafter's card was trained at
     (core/drafters.py ``block_problem``); the question's scenarios are then resolved with that
-    drafter, whose trained block, not the default card's, bounds them."""
+    drafter, whose trained block, not the default card's, bounds them (``target``: the
+    question's model, priced_target's)."""
     from ddtree_bayes.core.drafters import block_problem
-    from ddtree_bayes.engine.target_models import resolve_model
 
-    target = priced_target(draws, resolve_model(draws, model))
     if target is None or found.drafter is None:
         return
     problem = block_problem(drafter_cards(draws), target, method, block, found.drafter)
