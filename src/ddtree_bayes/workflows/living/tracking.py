@@ -190,6 +190,8 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
 
     q = normalize_query(query)
     _, verify, f, methods = _shape(q, draws, models)
+    if q["accept"] is None:
+        return
     trained = None
     if draws is not None:
         asked = asked_query(draws, q, drop_ar_flags=False)
@@ -197,8 +199,6 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
             trained = trained_block_of(draws, asked.get("model"), f["method"], f["block"])
         except QueryError:   # (a block above it: tracked, and answered "cannot answer it yet")
             trained = None
-    if q["accept"] is None:
-        return
     check_accept(parse_accept(q["accept"]), q["accept"],
                  max_accept(f["method"], f["block"], f["budget"], methods, verify,
                             trained_block=trained))
