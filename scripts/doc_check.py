@@ -12,7 +12,10 @@ blocks (``scripts/docs_examples.py`` makes those by running the commands):
 - every flag each parser defines is named on some page (``--help`` is the reference, the
   pages say what a flag is for);
 - every relative link names a file that exists and, with ``#anchor``, a heading of it (as
-  GitHub makes an anchor from a heading).
+  GitHub makes an anchor from a heading);
+- docs/cli.md's section "Every command and flag" holds a table for every (sub)command with a
+  row for each flag its parser defines and none for a flag it does not, and names the
+  top-level flags (``--version``).
 """
 from __future__ import annotations
 
@@ -46,6 +49,13 @@ def parser_flags(parser: argparse.ArgumentParser | None = None,
     if path and not group:   # (`hardware` itself is only its subcommands)
         yield " ".join(path), {o for a in parser._actions for o in a.option_strings
                                if o.startswith("--") and o != "--help"}
+
+
+def top_flags() -> set[str]:
+    """The flags of ``ddtree-bayes`` itself (``--version``)."""
+    from ddtree_bayes.cli.main import build_parser
+    return {o for a in build_parser()._actions for o in a.option_strings
+            if o.startswith("--") and o != "--help"}
 
 
 def _expand(flag: str) -> list[str]:
@@ -103,6 +113,50 @@ def unmentioned_flags(texts: dict[str, str], commands: dict[str, set[str]]) -> l
             for name, flags in sorted(commands.items()) for flag in sorted(flags - named)]
 
 
+REFERENCE = "## Every command and flag"
+CLI_PAGE = REPO / "docs" / "cli.md"
+
+
+def cli_reference(page: str, text: str, commands: dict[str, set[str]],
+                  top: set[str]) -> list[str]:
+    """docs/cli.md's reference section against the parsers: a table (``### `COMMAND` ``)
+    for every command, a row (``| `--flag ...` |``) for each of its flags, nothing else."""
+    lines = text.split("\n")
+    try:
+        start = lines.index(REFERENCE)
+    except ValueError:
+        return [f"{page}: no section '{REFERENCE}' (fix: add it: a table a command)"]
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
+               len(lines))
+    tables: dict[str, tuple[int, dict[str, int]]] = {}
+    current: dict[str, int] | None = None
+    for i in range(start + 1, end):
+        heading = re.fullmatch(r"### `([a-z ]+)`", lines[i])
+        if heading:
+            current = {}
+            tables[heading.group(1)] = (i + 1, current)
+        elif current is not None and (row := re.match(r"\| `(--[a-z0-9-]+)", lines[i])):
+            current[row.group(1)] = i + 1
+    section = "\n".join(lines[start:end])
+    problems = [f"{page}:{start + 1}: the section does not name ddtree-bayes {flag} "
+                f"(fix: say what it does)"
+                for flag in sorted(top) if not re.search(rf"{flag}(?![\w-])", section)]
+    for name, flags in sorted(commands.items()):
+        if name not in tables:
+            problems.append(f"{page}:{start + 1}: no table for `{name}` (fix: add a heading "
+                            f"### `{name}` and a row a flag)")
+            continue
+        line, rows = tables[name]
+        problems += [f"{page}:{line}: `{name}`'s table has no row for {flag} (fix: add one; "
+                     f"`ddtree-bayes {name} --help` says what it does)"
+                     for flag in sorted(flags - set(rows))]
+        problems += [f"{page}:{rows[flag]}: `{name}` has no {flag} (fix: drop the row)"
+                     for flag in sorted(set(rows) - flags, key=rows.__getitem__)]
+    problems += [f"{page}:{line}: no command `{name}` (fix: drop its table)"
+                 for name, (line, _) in tables.items() if name not in commands]
+    return problems
+
+
 def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
@@ -141,6 +195,9 @@ def check(pages: tuple[Path, ...] = PAGES) -> list[str]:
     problems = [p for page, text in texts.items() for p in wrong_flags(page, text, commands)]
     problems += unmentioned_flags(texts, commands)
     problems += [p for page in pages for p in broken_links(page, page.read_text())]
+    if CLI_PAGE in pages:
+        problems += cli_reference(str(CLI_PAGE.relative_to(REPO)), CLI_PAGE.read_text(),
+                                  commands, top_flags())
     return problems
 
 

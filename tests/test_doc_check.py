@@ -75,3 +75,51 @@ def test_a_link_to_a_missing_heading_or_file_is_named(tmp_path: Path):
         "page.md:2: missing.md: no such file",
         "page.md:2: other.md#not-a-heading: no such heading in other.md",
     ]
+
+
+def test_cli_md_has_a_row_for_every_flag_of_every_command():
+    """docs/cli.md's "Every command and flag": a table a (sub)command, a row a flag its parser
+    defines, and no row for a flag it does not (a flag named only in prose elsewhere, such as
+    `fit --compile-only` in the README, left `cli.md` without it)."""
+    dc = _module()
+    commands = dict(dc.parser_flags())
+    assert dc.cli_reference("docs/cli.md", (REPO / "docs" / "cli.md").read_text(),
+                            commands, dc.top_flags()) == []
+
+
+def test_a_missing_or_gone_flag_row_is_named_with_its_line():
+    dc = _module()
+    commands = {"diff": {"--all", "--seed"}, "hardware add": {"--like"}, "history": {"--format"}}
+    page = ("# CLI\n"                                       # 1
+            "\n"                                            # 2
+            "## Every command and flag\n"                   # 3
+            "\n"                                            # 4
+            "`ddtree-bayes --version` prints it.\n"         # 5
+            "\n"                                            # 6
+            "### `diff`\n"                                  # 7
+            "\n"                                            # 8
+            "| flag | what it does |\n"                     # 9
+            "|---|---|\n"                                   # 10
+            "| `--all` | include the `*_z` |\n"             # 11
+            "| `--bogus N` | gone |\n"                      # 12
+            "\n"                                            # 13
+            "### `history`\n"                               # 14
+            "\n"                                            # 15
+            "| `--format F` | table or json |\n"            # 16
+            "\n"                                            # 17
+            "### `trak`\n"                                  # 18
+            "\n"                                            # 19
+            "## Issue 12\n"                                 # 20
+            "\n"                                            # 21
+            "| `--seed N` | outside the section: not a row of diff's table |\n")
+    assert dc.cli_reference("p.md", page, commands, {"--version", "--debug"}) == [
+        "p.md:3: the section does not name ddtree-bayes --debug (fix: say what it does)",
+        "p.md:7: `diff`'s table has no row for --seed (fix: add one; "
+        "`ddtree-bayes diff --help` says what it does)",
+        "p.md:12: `diff` has no --bogus (fix: drop the row)",
+        "p.md:3: no table for `hardware add` (fix: add a heading ### `hardware add` "
+        "and a row a flag)",
+        "p.md:18: no command `trak` (fix: drop its table)",
+    ]
+    assert dc.cli_reference("p.md", "# CLI\n", commands, set()) == [
+        "p.md: no section '## Every command and flag' (fix: add it: a table a command)"]
