@@ -137,7 +137,7 @@ ADD_ROW = ("add", "--hardware", "b300", "--engine", "sglang", "--method", "ddtre
            HYPOTHETICAL)
 
 EXAMPLES: tuple[Example, ...] = (
-    # README: the first answer
+    # docs/howto/trust.md: the fit's own checks; README: the first answer
     Example("fit", "main", ("fit",), keep=(
         r"^\[fit\] compiling", r"^\[fit\] sampling", r"^parameter", r"^---", r"^step_ar_ms\[b300",
         r"^step_ar_ms\[rtx", r"^noise_sd", r"^divergent", r"^posterior predictive", r"^row ",

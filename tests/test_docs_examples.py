@@ -38,6 +38,15 @@ def test_pages_show_exactly_the_saved_outputs():
     assert "sglang  12 " in readme["predict"]
 
 
+def test_the_readme_shows_the_first_answer_and_no_timing():
+    """The README is for users: the first answer is its one output; a fit's diagnostics
+    (evidence) and wall-clock timings belong in docs/ (the fit's table, its "5.3 s" and the
+    compile's "about 30 s" had crept in)."""
+    docs = _module()
+    assert set(docs.page_blocks(REPO / "README.md")) == {"predict"}
+    assert re.findall(r"\b\d+(?:\.\d+)? (?:s|min)\b", (REPO / "README.md").read_text()) == []
+
+
 #: `$ ddtree-bayes` transcripts a page still holds outside example blocks, by page: each is
 #: one no fresh workspace can reproduce (say why here when adding one)
 UNGENERATED = {
