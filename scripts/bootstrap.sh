@@ -3,7 +3,7 @@
 #   scripts/bootstrap.sh          runtime dependencies
 #   scripts/bootstrap.sh --dev    plus pytest, ruff, mypy
 # Finds the interpreter itself: $DDTREE_PYTHON, then python3.13/python3.12/python3 on PATH,
-# then pyenv's versions, then /usr/bin and /usr/local/bin. Re-running is cheap: it only
+# then pyenv's versions, then /usr/local/bin and /usr/bin. Re-running is cheap: it only
 # reinstalls when pyproject.toml changed. Once per install it also compiles the bundled model
 # into the on-disk cache (`ddtree-bayes fit --compile-only`, ~30 s; DDTREE_SKIP_COMPILE=1
 # skips it; a compile that failed is tried again on the next run).

@@ -1,6 +1,6 @@
 """Every command output shown in README.md and docs/ is made by scripts/docs_examples.py:
 the pages equal the saved outputs (every run), and a fresh run of the script reproduces the
-saved outputs up to wall-clock seconds (nuts tier: it fits the bundled data, a public sweep
+saved outputs up to wall-clock seconds (slow tier: it fits the bundled data, a public sweep
 and the combined public corpus, about three minutes)."""
 
 from __future__ import annotations
