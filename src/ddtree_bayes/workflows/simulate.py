@@ -183,10 +183,19 @@ def _cell(path, line: int, raw: dict[str, str], col: str, read, blank_ok: bool):
                          fix=f"write {col} as {kind}") from None
 
 
-def load_design(path: str | Path, truth: dict) -> list[dict]:
-    """Read DESIGN.csv rows; every row's system and speculative group must be in the truth."""
+def load_design(path: str | Path, truth: dict, cards: dict | None = None) -> list[dict]:
+    """Read DESIGN.csv rows; every row's system and speculative group must be in the truth.
+
+    ``cards``: model name -> card (core/model_cards.py; the working directory's, as ``fit``
+    reads them). A row of the truth's model whose context, or whose step's verified tokens
+    after it, pass its card's longest context is refused with the words predict says it in
+    (core/row_notes.py ``context_above_max``, ``step_reach_above_max``): no deployment of
+    the card runs it (a design of 1e9 tokens simulated 0.03 tok/s)."""
     from ddtree_bayes.core.data import read_csv_file
     from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.row_notes import context_above_max, step_reach_above_max
+
+    card = (cards or {}).get(truth["model"])
 
     path = str(path)
     _, header, body = read_csv_file(path)
@@ -256,6 +265,15 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
         if verify is None:
             raise InputError("cannot derive verify tokens", file=path, row=line, column="block",
                              fix="give budget (a tree: ddtree, eagle2, medusa) or block (a chain)")
+        past = (context_above_max(card, ctx or 0.0)
+                or step_reach_above_max(card, ctx or 0.0, verify))
+        if past is not None and card is not None:   # (a line needs a card that says)
+            raise InputError(past, file=path, row=line, column="context_tokens",
+                             fix=f"write a context of at most "
+                                 f"{card.max_context_tokens - verify + 1} tokens (its "
+                                 f"verified tokens' last position at the card's "
+                                 f"{card.max_context_tokens}), or simulate a model whose card "
+                                 "takes it")
         # what a step can emit (core/methods.max_accept; no methods table: the block bounds
         # the depth, as for every bundled method), so the simulated file loads for fit
         limit = max_accept(row["method"], row["block"], row["budget"], None, verify)
@@ -278,9 +296,11 @@ def simulate_from_files(truth_path: str | Path, design_path: str | Path, *, seed
     ``fit`` reads it, so a truth's ``ctx_ms_per_unit`` is per the unit the fit recovers."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.core.model_cards import load_model_cards
 
     truth = load_truth(truth_path)
-    design = load_design(design_path, truth)
+    design = load_design(design_path, truth,
+                         load_model_cards(paths.data_file("models.csv", workdir)))
     unit = load_priors(priors or paths.priors_file(workdir)).context_unit_tokens
     return simulate_measurements(truth, design, seed=seed, model=truth["model"],
                                  context_unit_tokens=unit, moe_form=truth["moe_form"])

@@ -1,0 +1,81 @@
+"""``simulate`` bounds a design row as the rest of the tool bounds a question of its model:
+a context past the truth model's card's longest (core/row_notes.py ``context_above_max``,
+``step_reach_above_max``: what predict, next and optimize say of such a question) and a block
+above its drafter's trained block (core/drafters.py ``row_block_problem``: what add, fit and
+predict refuse). A design of 1e9 tokens of context simulated a row of 0.03 tok/s, exit 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_cli_support import listing, run_cli
+
+pytestmark = pytest.mark.fast
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
+HEAD = "hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+
+
+def _work(tmp_path: Path, model: str, rows: str) -> Path:
+    """A folder with the dense consumer truth (its model renamed ``model``, its ddtree group
+    on sglang) and a design of ``rows``."""
+    truth = (EXAMPLES / "truth_dense_consumer.toml").read_text()
+    assert 'model = "dense-8b"' in truth
+    (tmp_path / "truth.toml").write_text(truth.replace('model = "dense-8b"',
+                                                       f'model = "{model}"'))
+    (tmp_path / "design.csv").write_text(HEAD + rows)
+    return tmp_path
+
+
+def _simulate(work: Path) -> tuple[int, str, str]:
+    return run_cli(work, "simulate", "--truth", "truth.toml", "--design", "design.csv",
+                   "--out", "sim.csv")
+
+
+@pytest.mark.parametrize(("rows", "line", "fix"), [
+    # qwen3-8b's card: max_context_tokens 40960. AR reads the context itself
+    ("rtx-5090,1,vllm,ar,,,1,0\nrtx-5090,1,vllm,ar,,,1,1000000000\n",
+     "row 3, column 'context_tokens': context 1000000000 is above qwen3-8b's longest, 40960 "
+     "tokens (max_position_embeddings, its card)", 40960),
+    ("rtx-5090,1,vllm,ar,,,1,40961\n",
+     "row 2, column 'context_tokens': context 40961 is above qwen3-8b's longest, 40960 tokens",
+     40960),
+    # a chain of block 3 verifies 4 tokens: after 40958 they take 40958 .. 40961 (40958 + 4 - 1)
+    ("rtx-5090,1,vllm,eagle3,3,,2.5,40958\n",
+     "row 2, column 'context_tokens': a step verifies 4 tokens after a context of 40958, "
+     "reaching position 40961, above qwen3-8b's longest, 40960 tokens (its card): no engine "
+     "runs such a step", 40957),
+])
+def test_a_context_past_the_cards_longest_is_refused(tmp_path, rows, line, fix):
+    work = _work(tmp_path, "qwen3-8b", rows)
+    before = listing(work)
+    code, out, err = _simulate(work)
+    assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
+    assert err.startswith(f"ddtree-bayes: error: design.csv, {line}"), err
+    assert err.endswith(f"(fix: write a context of at most {fix} tokens (its verified tokens' "
+                        "last position at the card's 40960), or simulate a model whose card "
+                        "takes it)\n"), err
+    assert listing(work) == before   # (nothing written)
+
+
+def test_the_longest_context_itself_is_simulated(tmp_path):
+    """40960 for AR (position 40960) and 40957 for the block-3 chain (its 4 tokens end at
+    40957 + 4 - 1 = 40960) are within the card: simulated."""
+    work = _work(tmp_path, "qwen3-8b", "rtx-5090,1,vllm,ar,,,1,40960\n"
+                                       "rtx-5090,1,vllm,eagle3,3,,2.5,40957\n")
+    code, out, err = _simulate(work)
+    assert code == 0, err
+    rows = (work / "sim.csv").read_text().splitlines()[1:]
+    assert [r.split(",")[9] for r in rows] == ["40960", "40957"]
+
+
+def test_a_model_without_a_card_or_its_longest_is_not_bounded_by_one(tmp_path):
+    """dense-8b (the example truth's) has no card, and qwen3.8-27b's card gives no longest
+    context: nothing to hold the context against, simulated as before."""
+    for model in ("dense-8b", "qwen3.8-27b"):
+        (tmp_path / model).mkdir()
+        work = _work(tmp_path / model, model, "rtx-5090,1,vllm,ar,,,1,1000000\n")
+        code, _, err = _simulate(work)
+        assert code == 0, (model, err)
