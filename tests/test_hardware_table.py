@@ -211,6 +211,19 @@ def test_errors_name_the_users_file_row_and_column(tmp_path, line, column, messa
      "(fp4 needs CC 10.0 or above)", None),
     ("sm_70,112,,", "compute_capability", "compute capability 'sm_70' is not one the table can "
      "read", "write it as major.minor: 7.0 (sm_70 is CC 7.0)"),
+    # a major no NVIDIA GPU has (1, Tesla, to 12, Blackwell GeForce / DGX Spark): hardware add
+    # refuses --compute-capability 99.9, the table read it, and the tensor-core rules then took
+    # it for a GPU with every precision (its fp4 peak here priced)
+    ("99.9,989,1979,3958", "compute_capability", "compute capability 99.9 is no NVIDIA GPU's: "
+     "compute capabilities run from 1.0 (Tesla) to 12.x (Blackwell: RTX 50, RTX PRO 6000 12.0, "
+     "DGX Spark 12.1)", "give the GPU's own (nvidia-smi --query-gpu=compute_cap), or an AMD "
+     "GPU's gfx target, e.g. gfx942"),
+    ("13.0,,,", "compute_capability", "compute capability 13.0 is no NVIDIA GPU's: compute "
+     "capabilities run from 1.0 (Tesla) to 12.x (Blackwell: RTX 50, RTX PRO 6000 12.0, DGX "
+     "Spark 12.1)", None),
+    ("0.9,,,", "compute_capability", "compute capability 0.9 is no NVIDIA GPU's: compute "
+     "capabilities run from 1.0 (Tesla) to 12.x (Blackwell: RTX 50, RTX PRO 6000 12.0, DGX "
+     "Spark 12.1)", None),
     # `hardware add x --like rtx-4090 --dense-fp8-tflops 10` went through (bf16 is 165)
     ("8.9,165,10,", "dense_fp8_tflops", "dense_fp8_tflops 10 is below dense_bf16_tflops 165: "
      "tensor cores multiply a narrower precision at least as fast",

@@ -44,6 +44,7 @@ from ddtree_bayes.core.tensor_cores import (
     PEAK_STEP_WHY,
     compute_capability_fix,
     needs,
+    nvidia_cc_problem,
     peaks_out_of_order,
     peaks_too_far_apart,
     precisions_without_mma,
@@ -1284,6 +1285,10 @@ def _check_tensor_cores(path: str, i: int, row: dict[str, str]) -> None:
     if not COMPUTE_CAPABILITY_RE.fullmatch(cc):
         raise DataError(f"compute capability {cc!r} is not one the table can read", file=path,
                         row=i, column="compute_capability", fix=compute_capability_fix(cc))
+    unknown = nvidia_cc_problem(cc)   # (the rule hardware add's --compute-capability takes)
+    if unknown is not None:
+        raise DataError(f"compute capability {unknown[0]}", file=path, row=i,
+                        column="compute_capability", fix=unknown[1])
     for p in precisions_without_mma(cc):
         if p != "int8" and row.get(f"dense_{p}_tflops", "").strip():
             raise DataError(f"compute capability {cc} has no {p} tensor cores "

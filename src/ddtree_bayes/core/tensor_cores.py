@@ -46,6 +46,26 @@ def nvidia_cc_unknown(compute_capability: str) -> bool:
     return m is not None and int(m[1]) not in NVIDIA_CC_MAJORS
 
 
+def nvidia_cc_problem(compute_capability: str) -> tuple[str, str] | None:
+    """(what is wrong, the fix) of a compute capability no NVIDIA GPU has
+    (:func:`nvidia_cc_unknown`), None otherwise: one rule, for ``hardware add``'s
+    ``--compute-capability`` and every hardware table's ``compute_capability`` column (each
+    names the flag or the column before it).
+
+    >>> nvidia_cc_problem("99.9")[0]
+    "99.9 is no NVIDIA GPU's: compute capabilities run from 1.0 (Tesla) to 12.x (Blackwell: \
+RTX 50, RTX PRO 6000 12.0, DGX Spark 12.1)"
+    >>> nvidia_cc_problem("12.0") is None, nvidia_cc_problem("gfx942") is None
+    (True, True)
+    """
+    if not nvidia_cc_unknown(compute_capability):
+        return None
+    return (f"{compute_capability.strip()} is no NVIDIA GPU's: compute capabilities run from "
+            f"{NVIDIA_CC_SPAN}",
+            "give the GPU's own (nvidia-smi --query-gpu=compute_cap), or an AMD GPU's gfx "
+            "target, e.g. gfx942")
+
+
 def is_amd(hardware_row: dict[str, str]) -> bool:
     """An AMD GPU: its ``compute_capability`` is a gfx target (gfx942, gfx1151...).
 

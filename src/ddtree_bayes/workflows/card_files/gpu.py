@@ -31,11 +31,10 @@ from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.core.tensor_cores import (
     COMPUTE_CAPABILITY_RE,
     MMA_MIN_CC,
-    NVIDIA_CC_SPAN,
     PEAK_STEP_WHY,
     compute_capability_fix,
     needs,
-    nvidia_cc_unknown,
+    nvidia_cc_problem,
     peaks_out_of_order,
     peaks_too_far_apart,
     precisions_without_mma,
@@ -346,11 +345,8 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     if isinstance(cc, str) and not COMPUTE_CAPABILITY_RE.fullmatch(cc.strip()):
         raise InputError(f"--compute-capability {cc.strip()!r} is not a compute capability the "
                          "table can read", fix=compute_capability_fix(cc))
-    if isinstance(cc, str) and nvidia_cc_unknown(cc):
-        raise InputError(f"--compute-capability {cc.strip()} is no NVIDIA GPU's: compute "
-                         f"capabilities run from {NVIDIA_CC_SPAN}",
-                         fix="give the GPU's own (nvidia-smi --query-gpu=compute_cap), or an AMD "
-                             "GPU's gfx target, e.g. gfx942")
+    if isinstance(cc, str) and (unknown := nvidia_cc_problem(cc)) is not None:
+        raise InputError(f"--compute-capability {unknown[0]}", fix=unknown[1])
     base = like if like is not None else (name if name in table.rows else None)
     if base is None:
         missing = [c for c in NEW_GPU_NEEDS if c not in values]
