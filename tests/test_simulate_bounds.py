@@ -79,3 +79,39 @@ def test_a_model_without_a_card_or_its_longest_is_not_bounded_by_one(tmp_path):
         work = _work(tmp_path / model, model, "rtx-5090,1,vllm,ar,,,1,1000000\n")
         code, _, err = _simulate(work)
         assert code == 0, (model, err)
+
+
+@pytest.mark.parametrize(("rows", "line"), [
+    # qwen3-8b's DDTree drafter, z-lab/Qwen3-8B-DFlash-b16: block_size 16 (data/drafters.csv)
+    ("rtx-5090,1,sglang,ddtree,32,64,6,0\n",
+     "row 2, column 'block': block 32 is above the block 16 qwen3-8b's ddtree drafter "
+     "z-lab/Qwen3-8B-DFlash-b16 was trained at (its card's block_size) (fix: give a block of "
+     "at most 16, or name a drafter trained at block 32"),
+    # no block: the trained block bounds the acceptance, 16 - 1 drafts + 1 = 16 (budget 64
+    # alone allowed 65)
+    ("rtx-5090,1,sglang,ddtree,16,64,6,0\nrtx-5090,1,sglang,ddtree,,64,20,0\n",
+     "row 3, column 'accept_len': accept_len 20 is above what ddtree with a drafter trained at "
+     "block 16 can emit (at most 16 tokens per step: the trained block - 1 drafts + 1)"),
+])
+def test_a_block_above_the_drafters_trained_block_is_refused(tmp_path, rows, line):
+    """A design row of qwen3-8b at DDTree block 32 simulated a row (exit 0) that add and fit
+    refuse: simulate now refuses it with their rule (core/drafters.py row_block_problem)."""
+    work = _work(tmp_path, "qwen3-8b", rows)
+    before = listing(work)
+    code, out, err = _simulate(work)
+    assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
+    assert err.startswith(f"ddtree-bayes: error: design.csv, {line}"), err
+    assert listing(work) == before
+
+
+def test_the_trained_block_itself_and_a_model_without_the_drafter_are_simulated(tmp_path):
+    """Block 16 with 16 tokens a step, or no block with 16, is what the drafter emits; the
+    example truth's dense-8b has no drafter card: its block 32 is simulated as before."""
+    rows = "rtx-5090,1,sglang,ddtree,16,64,16,0\nrtx-5090,1,sglang,ddtree,,64,16,0\n"
+    (tmp_path / "q").mkdir()
+    code, _, err = _simulate(_work(tmp_path / "q", "qwen3-8b", rows))
+    assert code == 0, err
+    (tmp_path / "d").mkdir()
+    code, _, err = _simulate(_work(tmp_path / "d", "dense-8b",
+                                   "rtx-5090,1,sglang,ddtree,32,64,20,0\n"))
+    assert code == 0, err

@@ -183,15 +183,22 @@ def _cell(path, line: int, raw: dict[str, str], col: str, read, blank_ok: bool):
                          fix=f"write {col} as {kind}") from None
 
 
-def load_design(path: str | Path, truth: dict, cards: dict | None = None) -> list[dict]:
+def load_design(path: str | Path, truth: dict, cards: dict | None = None,
+                drafters: tuple = ()) -> list[dict]:
     """Read DESIGN.csv rows; every row's system and speculative group must be in the truth.
 
     ``cards``: model name -> card (core/model_cards.py; the working directory's, as ``fit``
     reads them). A row of the truth's model whose context, or whose step's verified tokens
     after it, pass its card's longest context is refused with the words predict says it in
     (core/row_notes.py ``context_above_max``, ``step_reach_above_max``): no deployment of
-    the card runs it (a design of 1e9 tokens simulated 0.03 tok/s)."""
+    the card runs it (a design of 1e9 tokens simulated 0.03 tok/s). ``drafters``: the drafter
+    cards (core/drafters.py ``drafter_table``); a row whose block, or with no block whose
+    accept_len, its model's drafter's trained block rules out is refused as ``add`` and
+    ``fit`` refuse it (``row_block_problem``)."""
+    from types import SimpleNamespace
+
     from ddtree_bayes.core.data import read_csv_file
+    from ddtree_bayes.core.drafters import row_block_problem
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.core.row_notes import context_above_max, step_reach_above_max
 
@@ -274,6 +281,13 @@ def load_design(path: str | Path, truth: dict, cards: dict | None = None) -> lis
                                  f"verified tokens' last position at the card's "
                                  f"{card.max_context_tokens}), or simulate a model whose card "
                                  "takes it")
+        # (the design names no drafter: the model's default card, as a row without one)
+        trained = row_block_problem(drafters, SimpleNamespace(
+            model=truth["model"], method=row["method"], block=row["block"],
+            budget=row["budget"], drafter=None, accept_len=row["accept_len"],
+            verify_tokens=verify))
+        if trained is not None:
+            raise InputError(trained[0], file=path, row=line, column=trained[2], fix=trained[1])
         # what a step can emit (core/methods.max_accept; no methods table: the block bounds
         # the depth, as for every bundled method), so the simulated file loads for fit
         limit = max_accept(row["method"], row["block"], row["budget"], None, verify)
@@ -293,14 +307,18 @@ def simulate_from_files(truth_path: str | Path, design_path: str | Path, *, seed
     """``ddtree-bayes simulate``: a measurement CSV for DESIGN.csv under PARAMS.toml. The
     context term is priced per the ``[model] context_unit_tokens`` of ``priors`` (default: the
     priors file ``fit`` reads in ``workdir``, models/priors.toml or the bundled one), read as
-    ``fit`` reads it, so a truth's ``ctx_ms_per_unit`` is per the unit the fit recovers."""
+    ``fit`` reads it, so a truth's ``ctx_ms_per_unit`` is per the unit the fit recovers. The
+    design is held against the model and drafter cards ``fit`` reads in ``workdir``
+    (:func:`load_design`)."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.model_cards import load_model_cards
 
     truth = load_truth(truth_path)
     design = load_design(design_path, truth,
-                         load_model_cards(paths.data_file("models.csv", workdir)))
+                         load_model_cards(paths.data_file("models.csv", workdir)),
+                         drafter_table(paths.own_data_file("drafters.csv", workdir)))
     unit = load_priors(priors or paths.priors_file(workdir)).context_unit_tokens
     return simulate_measurements(truth, design, seed=seed, model=truth["model"],
                                  context_unit_tokens=unit, moe_form=truth["moe_form"])
