@@ -122,6 +122,34 @@ def test_an_acceptance_entry_wider_than_its_configuration_is_truncated_for_a_gro
     assert where.endswith("truncated at 5 (depth + 1 (block = depth))")
 
 
+def test_a_groups_prior_stops_at_its_drafters_trained_block():
+    """Rows of qwen3-8b DDTree with budget 64, no block and no accept_len: the fit's latent
+    acceptance was Uniform(1, 65) (budget + 1, the tokens verified), where the model's drafter
+    z-lab/Qwen3-8B-DFlash-b16 (block_size 16) emits at most 16 a step (block - 1 drafts + 1:
+    what predict and add allow it, core/methods.py max_accept's trained_block). A block-4
+    chain of eagle3 (no trained block: EAGLE-3 drafts no block) keeps block + 1 = 5."""
+    from ddtree_bayes.core.drafters import load_drafter_cards, stored_cards
+
+    rows = (row(model="qwen3-8b", hardware="h200", gpus="1", engine="hf", method="ddtree",
+                block="", budget="64", tok="700"),
+            row(model="qwen3-8b", hardware="h200", gpus="1", engine="hf", method="eagle3",
+                block="4", budget="4", tok="300"))
+    data = load(*rows)
+    drafters = load_drafter_cards(bundled("drafters.csv"))
+    groups, _ = AL.latent_groups(data.rows, PRIORS, drafters)
+    assert [(g.label, g.prior.dist, g.prior.params) for g in groups] == [
+        ("qwen3-8b/ddtree/b-/B64", "uniform", {"lower": 1.0, "upper": 16.0}),
+        ("qwen3-8b/eagle3/b4/B4", "uniform", {"lower": 1.0, "upper": 5.0})]
+    assert groups[0].prior.rationale.endswith(".. 16 (the trained block - 1 drafts + 1)")
+    # the fit's spec (structured: the bundled drafter cards when none are given), and again
+    # from the cards it stores, as a saved fit's model is derived again on load
+    spec = S.build_spec(data, PRIORS)
+    assert [g.prior.params["upper"] for g in spec.accept_groups] == [16.0, 5.0]
+    meta = S.model_meta(spec, PRIORS)
+    again = S.build_spec(data, PRIORS, drafters=stored_cards(meta["drafter_cards"]))
+    assert S.model_meta(again, PRIORS)["acceptance_groups"] == meta["acceptance_groups"]
+
+
 def test_a_point_acceptance_prior_cannot_be_inferred_one_line():
     text = bundled("priors.toml").read_text().replace(
         'method = "eagle3"\nblock = 3\ndist = "truncnormal"\nmu = 1.94\nsigma = 0.15\n'

@@ -302,3 +302,23 @@ def test_a_rows_drafter_problems_are_one_rule_for_add_and_fit():
     assert column == "accept_len" and "at most 16 tokens per step" in problem
     problem, fix, column = row_drafter_problem(cards, row(32, drafter="no/such-card"))
     assert column == "drafter", problem   # (the drafter's own problem first)
+
+
+def test_an_inferred_acceptance_drawn_from_its_prior_stops_at_the_trained_block(
+        kimi_b8, monkeypatch):
+    """A row of a configuration the fit inferred no acceptance for (scoring new rows in
+    update, validation) draws it from the group's prior: DDTree budget 32 with no block nor
+    accept_len was drawn up to budget + 1 = 33 (Uniform(1, 33)) for kimi-k2.6, whose drafter
+    my/kimi-dflash-b8 emits at most 8 a step (block 8 - 1 drafts + 1), as predict bounds it."""
+    import numpy as np
+
+    from ddtree_bayes import api
+    from ddtree_bayes.engine.scenario import latent_acceptance
+
+    monkeypatch.chdir(kimi_b8)
+    draws = api.load(workdir=kimi_b8)
+    accept, group = latent_acceptance(draws, "kimi-k2.6", "ddtree", None, 33,
+                                      np.random.default_rng(0))
+    assert group is None and accept.size == draws.n_draws
+    assert 1.0 <= accept.min() and accept.max() <= 8.0   # (before: 1.09 to 30.9)
+

@@ -16,7 +16,10 @@ Prior of a group: the first ``[[acceptance]]`` entry of the priors file matching
 block and budget (as ``predict`` uses it; the group of a drafter rows name takes
 :func:`default_prior`, the entries being the default drafter's), else :func:`default_prior`;
 either one bounded above by what the configuration can emit
-(:func:`~ddtree_bayes.core.methods.max_accept`).
+(:func:`~ddtree_bayes.core.methods.max_accept`), with the block its drafter was trained at
+(its card's ``block_size``, core/drafters.py ``trained_block``) where the fit's drafter cards
+say one: a DDTree row of budget 64 and no block, whose drafter emits at most 16 tokens a
+step, had Uniform(1, 65).
 """
 
 from __future__ import annotations
@@ -108,16 +111,19 @@ class AcceptanceGroup:
 
 
 def group_prior(priors: PriorsConfig, method: str, block: int | None, budget: int,
-                verify_tokens: int, model: str | None = None, drafter: str | None = None
-                ) -> tuple[Prior, str]:
+                verify_tokens: int, model: str | None = None, drafter: str | None = None,
+                trained_block: int | None = None) -> tuple[Prior, str]:
     """(prior, where it came from) of one acceptance group: the first matching
     ``[[acceptance]]`` entry, truncated at what the configuration can emit
     (:func:`~ddtree_bayes.core.methods.max_accept`), else :func:`default_prior`. The entry
     must be bounded below by 1 (:data:`LATENT_DISTS`). An entry names no drafter: it is the
     default drafter's (rows with a blank ``drafter``), and the group of a drafter rows name
     (``drafter``) takes :func:`default_prior` (the bundled Kimi K2.6 EAGLE-3 entry, 1.94 +-
-    0.15, is the K2.6 head's accept rate, not the K2.5 head's)."""
-    limit = max_accept(method, block, budget, priors.methods, verify_tokens)
+    0.15, is the K2.6 head's accept rate, not the K2.5 head's). ``trained_block``: the block
+    the group's drafter was trained at (core/drafters.py ``trained_block``), which bounds
+    what a step emits as it bounds ``--accept``."""
+    limit = max_accept(method, block, budget, priors.methods, verify_tokens,
+                       trained_block=trained_block)
     entry = priors.acceptance_for(method, block, verify_tokens, model, drafter)
     if entry is None and drafter is not None:
         prior = default_prior(limit)
@@ -142,10 +148,15 @@ def group_prior(priors: PriorsConfig, method: str, block: int | None, budget: in
     return capped.prior, f"{where}: {describe(capped.prior)}{cut}"
 
 
-def latent_groups(rows: Sequence[Measurement], priors: PriorsConfig
+def latent_groups(rows: Sequence[Measurement], priors: PriorsConfig,
+                  drafters: tuple | None = None
                   ) -> tuple[tuple[AcceptanceGroup, ...], np.ndarray]:
     """(the acceptance groups of rows without accept_len, in order of their first row;
-    per row the index of its group, -1 for a row with a known acceptance)."""
+    per row the index of its group, -1 for a row with a known acceptance). ``drafters``: the
+    drafter cards the fit prices with (and stores); a group's drafter's trained block bounds
+    its prior (:func:`group_prior`). None: no card is read (no trained block)."""
+    from ddtree_bayes.core.drafters import trained_block
+
     index: dict[tuple, int] = {}
     members: list[list[int]] = []
     firsts: list[Measurement] = []
@@ -163,8 +174,10 @@ def latent_groups(rows: Sequence[Measurement], priors: PriorsConfig
     groups = []
     for m, rs in zip(firsts, members, strict=True):
         budget = m.verify_tokens - 1
+        trained = (None if drafters is None
+                   else trained_block(drafters, m.model, m.method, m.drafter))
         prior, where = group_prior(priors, m.method, m.block, budget, m.verify_tokens, m.model,
-                                   m.drafter)
+                                   m.drafter, None if trained is None else trained[0])
         groups.append(AcceptanceGroup(m.model, m.method, m.block, budget, tuple(rs), prior, where,
                                       m.drafter))
     return tuple(groups), row_group

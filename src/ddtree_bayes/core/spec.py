@@ -415,7 +415,13 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     log_tok = np.log(np.fromiter((r.tok_s for r in data.rows), float, len(data.rows)))
     # (a latent row's offset is log 1000: the model adds log accept_latent per configuration)
     n, zbar, s2 = C.sufficient_stats(row_config, log_tok - C.offsets(data.rows), len(reps))
-    accept_groups, row_accept_group = AL.latent_groups(data.rows, priors)
+    if priors.step_form == "structured" and drafters is None:
+        drafters = _bundled_drafters()
+    # (the drafter cards the structured form prices with and stores, so that a saved fit's
+    # groups are derived again from its own; the fraction form stores none, and its groups
+    # take no trained block)
+    accept_groups, row_accept_group = AL.latent_groups(
+        data.rows, priors, drafters if priors.step_form == "structured" else None)
     extra: dict[str, Any] = {}
     distinct = None
     if priors.moe_form == "roofline":
@@ -559,6 +565,14 @@ def pass_roofline_constants(priors: PriorsConfig):
                         median("pair_allreduce_pcie_ms", base.allreduce_pcie_ms))
 
 
+def _bundled_drafters() -> tuple:
+    """The built-in drafter cards: what a structured spec prices with when given none."""
+    from ddtree_bayes.core.drafters import load_drafter_cards
+    from ddtree_bayes.core.paths import bundled
+
+    return load_drafter_cards(bundled("drafters.csv"))
+
+
 def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], reps,
                  cfg_group: list[int], hardware: dict[str, dict[str, str]] | None,
                  cards: dict | None, drafters: tuple | None) -> dict:
@@ -569,16 +583,14 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
     ``drafter`` column), that card's roofline over the group's (``config_pass_scale``)."""
     from ddtree_bayes.core.drafters import (
         drafter_for,
-        load_drafter_cards,
         pass_roofline_ms,
         row_drafter,
     )
     from ddtree_bayes.core.pairs import card_for, split_label
-    from ddtree_bayes.core.paths import bundled
 
     cards, hardware = _tables(cards, hardware)
     if drafters is None:
-        drafters = load_drafter_cards(bundled("drafters.csv"))
+        drafters = _bundled_drafters()
     constants = pass_roofline_constants(priors)
     first_config = {g: cfg_group.index(g) for g in range(len(groups))}
     engines: list[str] = []

@@ -1634,18 +1634,25 @@ def latent_acceptance(draws: Fit, model: str | None, method: str, block: int | N
     method, drafter, block and budget; ``drafter`` None: the rows that name none), aligned
     draw by draw with the other parameters, and that group (as stored in the fit); or, when
     the fit has no such group, draws from the group's prior (the priors file's
-    ``[[acceptance]]`` entry or the default) and None."""
+    ``[[acceptance]]`` entry or the default, bounded by the drafter's trained block) and
+    None."""
     from ddtree_bayes.core import acceptance_latent as AL
 
     found = AL.find(draws.meta, model, method, block, verify_tokens, drafter)
     if found is not None:
         g, group = found
         return np.asarray(draws.variables[AL.NAME])[:, g], group
+    from ddtree_bayes.core.drafters import trained_block
     from ddtree_bayes.core.sampling import prior_sample
 
     priors = draws.priors
+    # (the drafter's trained block bounds the prior as it bounds --accept: the cards here
+    # over the fit's, as trained_block_of reads them)
+    target = priced_target(draws, model)
+    trained = (None if target is None or method == AR_METHOD
+               else trained_block(drafter_cards(draws), target, method, drafter))
     prior, _ = AL.group_prior(priors, method, block, verify_tokens - 1, verify_tokens, model,
-                              drafter)
+                              drafter, None if trained is None else trained[0])
     return prior_sample(prior, draws.n_draws, rng), None
 
 
