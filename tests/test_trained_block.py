@@ -28,7 +28,7 @@ from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.methods import max_accept
 from ddtree_bayes.core.paths import bundled
 from test_add_intake import workdir
-from test_cli_support import make_point_mass_workdir, run_cli
+from test_cli_support import listing, make_point_mass_workdir, run_cli
 
 pytestmark = pytest.mark.fast
 
@@ -322,3 +322,72 @@ def test_an_inferred_acceptance_drawn_from_its_prior_stops_at_the_trained_block(
     assert group is None and accept.size == draws.n_draws
     assert 1.0 <= accept.min() and accept.max() <= 8.0   # (before: 1.09 to 30.9)
 
+
+def _no_fit(tmp_path: Path) -> Path:
+    """A folder with kimi-k2.6's block-8 DDTree drafter in data/drafters.csv and no fit (its
+    measurements: the bundled Kimi K2.6 rows, which the first fit here will read)."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "drafters.csv").write_text(KIMI_B8)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    # no block: the trained block bounds --accept (8 - 1 drafts + 1), not budget + 1 = 33
+    (["--budget", "32", "--accept", "12"],
+     "--accept 12 is above what ddtree with a drafter trained at block 8 can emit (at most 8 "
+     "tokens per step: the trained block - 1 drafts + 1)"),
+    # a block asked above the trained one, as predict refuses it (with --accept or without)
+    (["--block", "16", "--budget", "32", "--accept", "6"],
+     "block 16 is above the block 8 kimi-k2.6's ddtree drafter my/kimi-dflash-b8 was trained "
+     "at (its card's block_size) (fix: give a block of at most 8"),
+    (["--block", "16", "--budget", "32"],
+     "block 16 is above the block 8 kimi-k2.6's ddtree drafter my/kimi-dflash-b8 was trained "
+     "at"),
+])
+def test_track_add_without_a_fit_reads_the_drafter_cards_here(tmp_path, argv, line):
+    """Without a fit, track read no card: --budget 32 --accept 12 and --block 16 of a kimi-k2.6
+    whose DDTree drafter was trained at block 8 were tracked (exit 0, "no fit yet"), where the
+    same flags with a fit, and predict's, are refused. It now reads the drafter cards a fit here
+    would (the built-in ones overlaid by data/drafters.csv) for the query's model (--model,
+    else the first row's of the data a fit here reads, as a query asks a fit of several
+    models), with the one rule (core/drafters.py block_problem, trained_block)."""
+    work = _no_fit(tmp_path)
+    before = listing(work)
+    code, out, err = run_cli(work, "track", "add", "--method", "ddtree", "--engine", "sglang",
+                             *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err)
+    assert err.startswith(f"ddtree-bayes: error: {line}"), err
+    assert listing(work) == before
+    # within the trained block it is tracked
+    code, out, err = run_cli(work, "track", "add", "--method", "ddtree", "--engine", "sglang",
+                             "--block", "8", "--budget", "32", "--accept", "8")
+    assert code == 0 and "no fit yet" in out, (out, err)
+
+
+def test_track_add_without_a_fit_of_a_model_it_names(tmp_path):
+    """--model qwen3-8b: its built-in DDTree drafter z-lab/Qwen3-8B-DFlash-b16 (block 16)."""
+    code, _, err = run_cli(_no_fit(tmp_path), "track", "add", "--model", "qwen3-8b",
+                           "--hardware", "h200", "--gpus", "1", "--engine", "hf", "--method",
+                           "ddtree", "--block", "32", "--budget", "64")
+    assert code == 2 and err.startswith(
+        "ddtree-bayes: error: block 32 is above the block 16 qwen3-8b's ddtree drafter "
+        "z-lab/Qwen3-8B-DFlash-b16 was trained at"), err
+
+
+def test_track_add_with_a_fit_refuses_a_block_asked_above_the_trained_one(kimi_b8):
+    """With a fit, --block 16 was tracked ("the latest fit cannot answer it yet (block 16 is
+    above the block 8 ...)"), where predict refuses the same flags: refused now, nothing
+    written. The default question's block 16, which the query did not ask (its method alone),
+    is still tracked and told so."""
+    tracked = kimi_b8 / "models" / "tracked.json"
+    before = tracked.read_bytes() if tracked.exists() else None
+    code, out, err = run_cli(kimi_b8, "track", "add", "--method", "ddtree", "--engine",
+                             "sglang", "--block", "16", "--budget", "32", "--accept", "6")
+    assert code == 2 and out == "" and err.startswith(
+        "ddtree-bayes: error: block 16 is above the block 8 kimi-k2.6's ddtree drafter "
+        "my/kimi-dflash-b8 was trained at"), (out, err)
+    assert (tracked.read_bytes() if tracked.exists() else None) == before
+    code, out, err = run_cli(kimi_b8, "track", "add", "--method", "ddtree", "--engine",
+                             "sglang")
+    assert code == 0 and "the latest fit cannot answer it yet (block 16 is above the block 8" \
+        in out, (out, err)

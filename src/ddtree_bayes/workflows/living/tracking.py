@@ -183,25 +183,72 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     bundled priors when there is none). With a fit, the model's default drafter's trained
     block (its card's ``block_size``) bounds it as predict's does (engine/scenario.py
     ``trained_block_of``): ``--method ddtree --budget 32 --accept 12`` of a drafter trained
-    at block 8 was tracked (M = 33 bounded it), where predict refuses above 8. A block above
-    the trained one is tracked as before (the fit "cannot answer it yet", as it says)."""
+    at block 8 was tracked (M = 33 bounded it), where predict refuses above 8; without a fit,
+    the drafter cards a fit here would read (:func:`_trained_block_here`), which were not read
+    at all. A ``--block`` asked above the trained one is refused, as predict refuses it (it
+    was tracked, and a fit "cannot answer it yet"); the default question's block, which the
+    query did not ask, is tracked as before (the fit says why it cannot answer it)."""
     from ddtree_bayes.core.methods import max_accept
     from ddtree_bayes.engine.scenario import check_accept, parse_accept, trained_block_of
 
     q = normalize_query(query)
     _, verify, f, methods = _shape(q, draws, models)
-    if q["accept"] is None:
+    if q["accept"] is None and q["block"] is None:   # (nothing the trained block bounds)
         return
     trained = None
     if draws is not None:
         asked = asked_query(draws, q, drop_ar_flags=False)
         try:
             trained = trained_block_of(draws, asked.get("model"), f["method"], f["block"])
-        except QueryError:   # (a block above it: tracked, and answered "cannot answer it yet")
+        except QueryError:   # (a block above it: refused when asked, else tracked and
+            if q["block"] is not None:   # answered "cannot answer it yet")
+                raise
             trained = None
+    else:
+        trained = _trained_block_here(q, f, q["block"] is not None, models)
+    if q["accept"] is None:
+        return
     check_accept(parse_accept(q["accept"]), q["accept"],
                  max_accept(f["method"], f["block"], f["budget"], methods, verify,
                             trained_block=trained))
+
+
+def _trained_block_here(q: dict[str, Any], f: dict[str, Any], asked: bool,
+                        models: Path | None) -> int | None:
+    """Without a fit: the block the query's model's ``method`` drafter was trained at, by the
+    drafter cards a fit in this working directory reads (the built-in ones overlaid by
+    data/drafters.csv; core/drafters.py ``trained_block``), or None. The model: ``--model``,
+    else the first row's of the measurement file a fit here reads (data/measurements.csv,
+    else the bundled one), as a query without ``--model`` asks a fit of several models
+    (:func:`project_model`). A block above the trained one, when ``asked``, is refused with
+    predict's line (core/drafters.py ``block_problem``)."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.data import read_csv_file
+    from ddtree_bayes.core.drafters import block_problem, drafter_table, trained_block
+    from ddtree_bayes.core.methods import AR_METHOD
+
+    if f["method"] == AR_METHOD:
+        return None
+    workdir = models.parent if models is not None else None
+    model = q.get("model")
+    if model is None:
+        try:
+            _, header, body = read_csv_file(str(paths.data_file("measurements.csv", workdir)))
+        except InputError:   # (no data a fit reads: fit says so; nothing to bound by)
+            return None
+        col = header.index("model") if "model" in header else None
+        model = next((values[col].strip() for _, values in body
+                      if col is not None and col < len(values) and values[col].strip()), None)
+    if model is None:
+        return None
+    cards = drafter_table(paths.own_data_file("drafters.csv", workdir))
+    problem = block_problem(cards, model, f["method"], f["block"])
+    if problem is not None:   # (not asked: tracked, as with a fit, bounded by its block)
+        if asked:
+            raise QueryError(problem[0], fix=problem[1])
+        return None
+    trained = trained_block(cards, model, f["method"])
+    return None if trained is None else trained[0]
 
 
 def _shape(q: dict[str, Any], draws=None, models: Path | None = None
