@@ -1172,3 +1172,28 @@ def test_a_peak_with_sparsity_is_noted_with_like_too(tmp_path):
     assert [n.split(":")[0] for n in json.loads(out)["notes"]] == [
         "--dense-bf16-tflops 1979 over 3.35 TB/s is 591 FLOP per byte of bandwidth, 1.41x the "
         "most of any GPU of the table (l40s"]
+
+
+def test_a_kept_peak_of_the_users_own_source_is_labelled_so(tmp_path):
+    """`hardware add mygpu --replace --dense-bf16-tflops 170` keeps the fp8 330 the user's own
+    source gave (not DERIVED), but its table credited it "fp8 as mygpu", as if copied from
+    another GPU's row: it is the user's own figure, kept, and the label says so. The int8
+    (DERIVED before: 660.6 x 330 / 330.3 = 660) scales as bf16: 660 x 170 / 165 = 680."""
+    code, _, err = run_cli(tmp_path, "hardware", "add", "mygpu", "--like", "rtx-4090",
+                           "--dense-fp8-tflops", "330", "--source", "my fp8 datasheet")
+    assert code == 0, err
+    code, out, err = run_cli(tmp_path, "hardware", "add", "mygpu", "--replace",
+                             "--dense-bf16-tflops", "170", "--source", "my bf16 bench")
+    assert code == 0, err
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("  dense TFLOPS")]
+    assert line.split("  ")[-1].strip() == "bf16 given, int8 scaled as bf16, fp8 your own (kept)", line
+    assert "bf16 170, fp8 330, fp4 -, int8 680" in line
+    # a datasheet's row, nothing scaled: bf16 given, fp8 the sheet's, kept
+    assert run_cli(tmp_path, "hardware", "add", "g2", "--mem-bw-tb-s", "2", "--interconnect",
+                   "PCIe Gen5", "--dense-bf16-tflops", "900", "--dense-fp8-tflops", "1800",
+                   "--source", "sheet")[0] == 0
+    code, out, err = run_cli(tmp_path, "hardware", "add", "g2", "--replace",
+                             "--dense-bf16-tflops", "950", "--source", "v2")
+    assert code == 0, err
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("  dense TFLOPS")]
+    assert line.split("  ")[-1].strip() == "bf16 given, fp8 your own (kept)", line

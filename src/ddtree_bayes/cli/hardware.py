@@ -170,7 +170,11 @@ def _gpu_lines(r: dict, gpu, like_row: dict[str, str]) -> list[str]:
         copied = f"as {gpu.like}" if gpu.like else "-"
         named = list(zip(cols, names or cols, strict=True))
         given = [name for c, name in named if c in gpu.given]
-        rest = [c for c, _ in named if c not in gpu.given]
+        # (a peak of the GPU's own row a source of the user's gave, kept while another is
+        # given: the user's figure, not one copied "as <GPU>")
+        own = [name for c, name in named if c in gpu.kept]
+        mine = [f"{listed(own)} your own (kept)"] if own else []
+        rest = [c for c, _ in named if c not in gpu.given and c not in gpu.kept]
         # (peaks copied and scaled as the one given: "bf16 given, fp8 and int8 scaled as bf16")
         scaled = [name for c, name in named if c in gpu.scaled]
         if scaled:
@@ -178,7 +182,11 @@ def _gpu_lines(r: dict, gpu, like_row: dict[str, str]) -> list[str]:
                     and gpu.row.get(c, "").strip()]
             return ", ".join([f"{', '.join(given)} given",
                               f"{listed(scaled)} scaled as {gpu.scaled_as}",
-                              *([f"{listed(kept)} {copied}"] if kept else [])])
+                              *([f"{listed(kept)} {copied}"] if kept else []), *mine])
+        if own:   # (a peak was given: the others copied, kept or blank)
+            kept = [name for c, name in named if c in rest and gpu.row.get(c, "").strip()]
+            return ", ".join([f"{', '.join(given)} given",
+                              *([f"{listed(kept)} {copied}"] if kept else []), *mine])
         kept = [name for c, name in named if c in rest and gpu.row.get(c, "").strip()]
         whole = all(gpu.row.get(c, "").strip() == like_row.get(c, "").strip() for c in rest)
         if not given:

@@ -53,7 +53,9 @@ class GpuRow:
     """The row to write, the GPU it copies (None: from the datasheet alone), the columns the
     user gave, and what the row will do to the table: ``"adds"`` a GPU, ``"overrides"`` a
     built-in one, ``"replaces"`` a row of the user's file; ``scaled``: the peaks copied from
-    ``like`` and scaled as the peak given of precision ``scaled_as`` (:func:`_scale_copied_peaks`)."""
+    ``like`` and scaled as the peak given of precision ``scaled_as`` (:func:`_scale_copied_peaks`);
+    ``kept``: the peaks of the GPU's own row a source of the user's gave, kept as they are
+    while another peak is given (:func:`_sourced_peaks`): the user's own figures, not copied."""
 
     row: dict[str, str]
     like: str | None
@@ -62,6 +64,7 @@ class GpuRow:
     notes: tuple[str, ...]
     scaled: tuple[str, ...] = ()
     scaled_as: str = ""
+    kept: tuple[str, ...] = ()
 
 
 #: A memory size written into the memory type's text ("141 GB HBM3e", "24GB").
@@ -437,7 +440,8 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
             notes.extend(_dropped(_file_row(file, name), row, values, like))
     else:
         effect = "overrides" if name in table.rows else "adds"
-    return GpuRow(row, from_like, tuple(given), effect, tuple(notes), scaled, scaled_as)
+    kept = tuple(c for c in PEAK_COLUMNS if c in own) if peaks_given else ()
+    return GpuRow(row, from_like, tuple(given), effect, tuple(notes), scaled, scaled_as, kept)
 
 
 def _dropped(before: dict[str, str], row: dict[str, str], values: dict[str, float | str],
