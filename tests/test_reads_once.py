@@ -502,3 +502,55 @@ def test_a_missing_file_inside_a_call_is_the_same_one_line_error_as_outside(tmp_
         drafter_table(gone)
     assert str(inside.value) == str(outside.value)
     assert str(inside.value).startswith(f"{gone}: file not found (fix: ")
+
+
+@contextlib.contextmanager
+def counting_fit_opens(monkeypatch):
+    """Count every opening of a file by HDF5 (``h5py.File`` given a path: ``load_fit``
+    directly, xarray's h5netcdf backend through ``h5netcdf.File``), by resolved path."""
+    import h5py
+
+    opened: Counter[Path] = Counter()
+    real = h5py.File.__init__
+
+    def init(self, name, *args, **kwargs):
+        if isinstance(name, str | Path):
+            opened[Path(name).resolve()] += 1
+        real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(h5py.File, "__init__", init)
+    yield opened
+
+
+@pytest.mark.filterwarnings("ignore:The 'phony_dims' kwarg")   # (an h5py-written test fit)
+def test_one_report_opens_the_fits_file_once(tmp_path, monkeypatch):
+    """``report`` opened the fit's netCDF twice: once for its draws and metadata
+    (``load_fit``, h5py), once more for the whole file as a DataTree (xarray). It opens it
+    once and reads both from the one handle; the DataTree is the one ``load_datatree``
+    reads."""
+    import importlib
+
+    from ddtree_bayes.cli import main as cli
+    from ddtree_bayes.engine import compare, store
+
+    render = importlib.import_module("ddtree_bayes.workflows.report.render")
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models").resolve()
+    handed: dict = {}
+    # (a point mass has too few draws for PSIS-LOO: the diagnostics are not the point)
+    monkeypatch.setattr(compare, "require_psis_draws", lambda *a: None)
+
+    def compute(draws, dt, **kw):
+        handed.update(fit_id=draws.meta["fit_id"], dt=dt)
+        return {"fit_id": draws.meta["fit_id"],
+                "verdict": {"converged": True, "failures": [], "text": "converged"}}
+
+    monkeypatch.setattr(render, "compute", compute)
+    monkeypatch.setattr(render, "render_whole", lambda *a, **k: None)
+    monkeypatch.chdir(work)
+    with counting_opens() as py_opened, counting_fit_opens(monkeypatch) as h5_opened:
+        assert cli.main(["report", "--quiet"]) == 0
+    assert py_opened[path] + h5_opened[path] == 1, (py_opened[path], h5_opened[path])
+    assert handed["fit_id"] == path.stem
+    assert handed["dt"].identical(store.load_datatree(path))
+    assert len(handed["dt"]["posterior"].dataset.data_vars) > 0

@@ -791,7 +791,7 @@ def test_a_report_of_a_stale_fit_says_so_as_predict_does(tmp_path, monkeypatch, 
     # what is checked is which warnings reach the summary, the page and stderr
     made: dict = {}
     monkeypatch.setattr(compare, "require_psis_draws", lambda *a: None)
-    monkeypatch.setattr(store, "load_datatree", lambda path: None)
+    monkeypatch.setattr(store, "load_datatree", lambda path, handle=None: None)
     monkeypatch.setattr(render, "compute", lambda draws, dt, **kw: {
         "fit_id": draws.meta["fit_id"],
         "verdict": {"converged": True, "failures": [], "text": "converged: every gate passed"}})

@@ -14,11 +14,13 @@ Reading draws for ``predict`` uses h5py directly (no xarray, no ArviZ) to keep i
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -306,8 +308,29 @@ def _attr_text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def load_fit(path: Path, *, rederive: bool = True, measurements: Measurements | None = None
-             ) -> Fit:
+def _unreadable(path: Path, err: BaseException) -> ArtifactError:
+    """The one line for a fit file that cannot be opened or read as a fit."""
+    return ArtifactError(f"{path} is not a readable ddtree-bayes fit ({_one_line(err)}) "
+                         "(fix: re-run `ddtree-bayes fit`)")
+
+
+@contextlib.contextmanager
+def opened(path: Path) -> Iterator:
+    """The fit's file at ``path``, opened once for reading (an ``h5py.File``), for a reader
+    of both its draws and its whole tree: :func:`load_fit` and :func:`load_datatree` given
+    it as ``handle`` read from it instead of opening the file again (``report``)."""
+    import h5py
+
+    try:
+        fh = h5py.File(path, "r")
+    except (OSError, KeyError, ValueError, TypeError) as err:
+        raise _unreadable(path, err) from None
+    with fh:
+        yield fh
+
+
+def load_fit(path: Path, *, rederive: bool = True, measurements: Measurements | None = None,
+             handle=None) -> Fit:
     """Read the posterior group and metadata of a fit with h5py (fast, no xarray).
 
     ``rederive=False``: the draws' R-hat and bulk ESS are not derived again
@@ -315,11 +338,13 @@ def load_fit(path: Path, *, rederive: bool = True, measurements: Measurements | 
     these draws itself a moment before it saved them (``fit``); the stored diagnostics and
     the divergences are gated all the same. ``measurements``: the measurements the fit was
     made on as that process read them (:meth:`Fit.knowing`), which the checks of the fit's
-    model then use instead of parsing the stored copy of the same text again."""
+    model then use instead of parsing the stored copy of the same text again. ``handle``:
+    the file already open (:func:`opened`), read instead of opening ``path`` again."""
     import h5py
 
     try:
-        with h5py.File(path, "r") as fh:
+        with (contextlib.nullcontext(handle) if handle is not None
+              else h5py.File(path, "r")) as fh:
             attrs = fh.attrs
             meta = json.loads(_attr_text(attrs[META_ATTR]))
             if not isinstance(meta, dict):
@@ -350,8 +375,7 @@ def load_fit(path: Path, *, rederive: bool = True, measurements: Measurements | 
             diverging = (np.asarray(stats["diverging"][...]) if stats is not None
                          and "diverging" in stats else None)
     except (OSError, KeyError, ValueError, TypeError) as err:
-        raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({_one_line(err)}) "
-                            "(fix: re-run `ddtree-bayes fit`)") from None
+        raise _unreadable(path, err) from None
     _check_texts(meta, texts, path)
     _check_draws(meta, variables, path)
     bad = _nonfinite(variables)
@@ -1118,12 +1142,14 @@ def fit_files(models: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.nc") if not p.name.startswith("."))
 
 
-def load_datatree(path: Path):
-    """The whole fit as an ``xarray.DataTree`` (for reports and notebooks)."""
+def load_datatree(path: Path, handle=None):
+    """The whole fit as an ``xarray.DataTree`` (for reports and notebooks); ``handle``: the
+    file already open (:func:`opened`), read instead of opening ``path`` again."""
     import xarray as xr
 
     try:
-        return xr.open_datatree(path, engine="h5netcdf").load()
+        return xr.open_datatree(handle if handle is not None else path,
+                                engine="h5netcdf").load()
     except (OSError, ValueError) as err:
         raise ArtifactError(f"{path} is not a readable netCDF fit ({err}) "
                             "(fix: re-run `ddtree-bayes fit`)") from None

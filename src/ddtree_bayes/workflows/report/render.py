@@ -579,9 +579,10 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
     path = store.resolve(models, fit_id)
     out_dir = root / path.stem
     try:
-        draws = store.load_fit(path)
-        require_psis_draws(draws, "the report (PSIS-LOO, LOO-PIT, power-scaling)")
-        dt = store.load_datatree(path)
+        with store.opened(path) as fh:   # (once: the draws and the whole tree from it)
+            draws = store.load_fit(path, handle=fh)
+            require_psis_draws(draws, "the report (PSIS-LOO, LOO-PIT, power-scaling)")
+            dt = store.load_datatree(path, handle=fh)
     except ArtifactError as err:
         summary = {"fit_id": path.stem, "verdict": {"converged": False, "failures": [str(err)],
                                                     "text": f"fit could not be read: {err}"}}
