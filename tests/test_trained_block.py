@@ -391,3 +391,49 @@ def test_track_add_with_a_fit_refuses_a_block_asked_above_the_trained_one(kimi_b
                              "sglang")
     assert code == 0 and "the latest fit cannot answer it yet (block 16 is above the block 8" \
         in out, (out, err)
+
+
+def test_an_acceptance_files_block_bound_is_the_questions_one_rule(tmp_path, monkeypatch):
+    """``optimize --acceptance-file F`` whose rows name a drafter checked the block against
+    that drafter's trained block with its own copy of the rule (workflows/decisions/optimize.py
+    ``rows_block_check`` called core/drafters.py ``block_problem`` itself), beside the one
+    every question's block goes through (engine/scenario.py ``trained_block_of``). It is that
+    one: what it refuses, the file's row and block column say."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine import scenario as S
+    from ddtree_bayes.workflows import decisions as D
+    from test_structure_model import structured_point_mass
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "drafters.csv").write_text(
+        "drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+        "bytes_per_weight,source,block_size,default\n"
+        "my/kimi-dflash-b32,kimi-k2.6,ddtree,dflash_block,5,1.0,1.0,2,a test card,32,no\n")
+    monkeypatch.chdir(tmp_path)
+    draws = structured_point_mass()
+    curve = parse_acceptance_curve(draws.priors_toml)
+    acc = tmp_path / "acc.csv"
+    acc.write_text("model,drafter,method,block,budget,accept_len\n"
+                   "kimi-k2.6,my/kimi-dflash-b32,ddtree,16,16,9.0\n"
+                   "kimi-k2.6,my/kimi-dflash-b32,ddtree,16,32,9.6\n")
+    ask = {"hardware": "b300", "engine": "sglang", "block": 16, "budgets": (16, 32)}
+    real = S.trained_block_of
+    asked: list[tuple] = []
+
+    def rule(draws, model, method, block, drafter=None, prefix=""):
+        asked.append((model, method, block, drafter))
+        if drafter == "my/kimi-dflash-b32":   # (a rule the copy did not know)
+            raise QueryError("block 16 is refused by the one rule", fix="ask block 8")
+        return real(draws, model, method, block, drafter, prefix)
+
+    monkeypatch.setattr(S, "trained_block_of", rule)
+    with pytest.raises(DataError) as err:
+        D.optimize(draws, curve, acceptance_file=acc, **ask)
+    assert str(err.value) == (f"{acc}, row 2, column 'block': block 16 is refused by the one "
+                              "rule (fix: ask block 8)")
+    assert asked == [("kimi-k2.6", "ddtree", 16, "my/kimi-dflash-b32")]
+    # the rule itself: block 16 is within the b32 card's trained block, and answers
+    monkeypatch.setattr(S, "trained_block_of", real)
+    assert D.optimize(draws, curve, acceptance_file=acc, **ask)["scenario"]["drafter"] == \
+        "my/kimi-dflash-b32"

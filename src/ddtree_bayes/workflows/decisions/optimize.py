@@ -516,18 +516,21 @@ def rows_card(draws: Fit, found: AcceptanceRows | None, method: str, target: str
 def rows_block_check(draws: Fit, found: AcceptanceRows, path: str | Path, method: str,
                      block: int, target: str | None) -> None:
     """A :class:`DataError` at the acceptance file's first row naming its drafter (the
-    ``block`` column) when ``block`` is above the block that drafter's card was trained at
-    (core/drafters.py ``block_problem``); the question's scenarios are then resolved with that
+    ``block`` column) when ``block`` is above the block that drafter's card was trained at:
+    the refusal of :func:`~ddtree_bayes.engine.scenario.trained_block_of`, the one rule every
+    question's block goes through; the question's scenarios are then resolved with that
     drafter, whose trained block, not the default card's, bounds them (``target``: the
     question's model, priced_target's)."""
-    from ddtree_bayes.core.drafters import block_problem
+    from ddtree_bayes.core.errors import without_fix
+    from ddtree_bayes.engine import scenario
 
     if target is None or found.drafter is None:
         return
-    problem = block_problem(drafter_cards(draws), target, method, block, found.drafter)
-    if problem is not None:
-        raise DataError(problem[0], file=str(path), row=found.drafter_row,
-                        column="block", fix=problem[1])
+    try:
+        scenario.trained_block_of(draws, target, method, block, found.drafter)
+    except QueryError as err:
+        raise DataError(without_fix(err), file=str(path), row=found.drafter_row,
+                        column="block", fix=err.fix) from None
 
 
 def drafted(draws: Fit, sc: P.Scenario, name: str, path: str | Path, row: int | None
