@@ -1117,3 +1117,48 @@ def test_a_measured_deployment_is_not_interpolated_with_another_shape(other_at, 
             assert "(M = 9, 1 row, at context 0)" in how, how
         else:
             assert "interpolated in context" in how, how
+
+
+def test_a_carried_groups_scatter_is_the_transfers_own_draw(monkeypatch):
+    """A group carried to an unmeasured system scatters with the [transfer] system_sd, and it
+    drew that parameter by its own copy of the transfer's rule (engine/structure.py
+    ``carried_spec_ms``: the fit's ``transfer_system_sd`` draws, else the prior's) beside the
+    transferred step's (engine/transfer.py). One rule now, ``transfer.transfer_draw``: the
+    fit's draws where it learned them (the generator untouched), else the [transfer] prior's
+    from the generator; the carried SPEC takes its scatter from it (a rule saying 0 gives the
+    carried costs exactly, 8 x (0.05 + 0.1 x roof + 0.002 x 32) ms, where the fit's 0.3
+    scatters them)."""
+    from ddtree_bayes.core.sampling import prior_sample
+    from ddtree_bayes.engine import structure
+    from ddtree_bayes.engine import transfer as T
+    from ddtree_bayes.engine.structure import carried_group, carried_spec_ms, pass_roofline
+
+    draws, at = transferable_point_mass()
+    n, h200 = draws.n_draws, at["h200"]
+    rng = np.random.default_rng(5)
+    assert T.transfer_draw(draws, "system_sd", rng) is draws.variables["transfer_system_sd"]
+    assert rng.random() == np.random.default_rng(5).random()
+    bare = dataclasses.replace(draws, memo={}, variables={
+        k: v for k, v in draws.variables.items() if k != "transfer_system_sd"})
+    np.testing.assert_array_equal(
+        T.transfer_draw(bare, "system_sd", np.random.default_rng(5)),
+        prior_sample(bare.priors.transfer["system_sd"], n, np.random.default_rng(5)))
+
+    draws.variables.update(transfer_system_sd=np.full(n, 0.3))
+    roof = pass_roofline(draws, h200)[0] / pass_roofline(draws, at["b300"])[0]
+    exact = 8 * (0.05 + 0.1 * roof + 0.002 * 32)
+
+    def spec():
+        return carried_spec_ms(draws, h200, carried_group(draws, h200, "sglang"), 1.0, 32.0,
+                               1.0, np.random.default_rng(7), None)
+
+    assert not np.allclose(spec(), exact)   # (the fit's 0.3 scatters them)
+    asked: list[str] = []
+
+    def rule(d, name, rng):
+        asked.append(name)
+        return np.zeros(d.n_draws)
+
+    monkeypatch.setattr(structure, "transfer_draw", rule)
+    np.testing.assert_allclose(spec(), exact)
+    assert asked == ["system_sd"]

@@ -27,6 +27,7 @@ from ddtree_bayes.engine.transfer import (  # noqa: F401  (fit_rows: re-exported
     fit_rows,
     measured_rows,
     rows_behind,
+    transfer_draw,
     transfer_reference,
 )
 
@@ -663,8 +664,6 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int, str 
     fit learned to be large or could not separate (:func:`deployment_spread`; None: none)."""
     import dataclasses
 
-    from ddtree_bayes.core.sampling import prior_sample
-
     label, ref_hw, ref_gpus, ref_model = carried
     v, n = draws.variables, draws.n_draws
     g = draws.meta["coords"]["overhead_group"].index(label)
@@ -687,8 +686,7 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int, str 
                                                ref_step * scale, rng, roof * amd,
                                                {"pass": passes, "tree": nodes / sc.concurrency}),
                       0.0)
-    key = "transfer_system_sd"
-    scatter = v[key] if key in v else prior_sample(draws.priors.transfer["system_sd"], n, rng)
+    scatter = transfer_draw(draws, "system_sd", rng)   # (as the transferred step draws it)
     if spread is not None:
         scatter = np.hypot(scatter, spread)
     return spec * np.exp(scatter * rng.standard_normal(n))

@@ -185,6 +185,20 @@ def rows_behind(draws: Fit, sc: Scenario) -> RowsBehind:
     return replace(measured_rows(draws, ref), asked=sc.pair, measured=False)
 
 
+def transfer_draw(draws: Fit, name: str, rng: np.random.Generator) -> np.ndarray:
+    """Per-draw values of the ``[transfer]`` parameter ``name`` (``bandwidth_elasticity``,
+    ``interconnect_factor``, ``system_sd``): the fit's ``transfer_<name>`` draws where it has
+    them (``rng`` untouched), else draws from the ``[transfer]`` prior (from ``rng``). The one
+    rule for the transferred step (:func:`transferred_parameters`) and the overhead group it
+    carries (:func:`~ddtree_bayes.engine.structure.carried_spec_ms`)."""
+    from ddtree_bayes.core.sampling import prior_sample
+
+    key = f"transfer_{name}"
+    if key in draws.variables:
+        return draws.variables[key]
+    return prior_sample(draws.priors.transfer[name], draws.n_draws, rng)
+
+
 def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
                            ) -> tuple[dict[str, np.ndarray], str]:
     """Per-draw step parameters of an unmeasured system, from a measured reference system.
@@ -197,7 +211,8 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
     scale with (bandwidth_ref / bandwidth) ** elasticity, the rest of ATTN_BASE with the
     interconnect factor when the class differs, everything with a log-normal system scatter;
     the MoE exponent comes from its pooled population. Transfer parameters are drawn from the
-    ``[transfer]`` priors (or taken from ``draws.variables["transfer_<name>"]`` if present).
+    ``[transfer]`` priors (or taken from ``draws.variables["transfer_<name>"]`` if present:
+    :func:`transfer_draw`).
 
     In a fit of several models a (model, system) pair without measurements gets its step from
     the pair roofline instead, learned across the measured pairs
@@ -210,7 +225,6 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
         return target_models.pair_parameters(draws, sc, rng)
 
     from ddtree_bayes.core.pairs import link, split_label
-    from ddtree_bayes.core.sampling import prior_sample
 
     v, meta, n = draws.variables, draws.meta, draws.n_draws
     table = draws.hardware
@@ -221,14 +235,8 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
     _, ref_hw, ref_gpus = split_label(ref)
     target_bw, ref_bw = bandwidth(table, sc.hardware, sc.gpus), bandwidth(table, ref_hw, ref_gpus)
     r = meta["coords"]["system"].index(ref)
-    priors = draws.priors.transfer
-
-    def draw(name: str) -> np.ndarray:
-        key = f"transfer_{name}"
-        return v[key] if key in v else prior_sample(priors[name], n, rng)
-
-    elasticity, factor, scatter = (draw(k) for k in ("bandwidth_elasticity",
-                                                     "interconnect_factor", "system_sd"))
+    elasticity, factor, scatter = (transfer_draw(draws, k, rng) for k in (
+        "bandwidth_elasticity", "interconnect_factor", "system_sd"))
     noise = np.exp(scatter * rng.standard_normal(n))
     ratio = (ref_bw / target_bw) ** elasticity
     # +1 to PCIe collectives (tensor-parallel all-reduces slower than a fabric's), -1 away
