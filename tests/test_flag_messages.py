@@ -70,3 +70,25 @@ def test_every_context_flag_names_the_default_it_uses():
     out = optimize(draws, parse_acceptance_curve(draws.priors_toml), hardware="b300",
                    engine="sglang", budgets=(8, 32))
     assert out["scenario"]["context_tokens"] == 32768.0
+
+
+def test_predict_optimize_and_next_take_one_pair_of_fit_checks():
+    """--strict and --allow-unconverged were written out twice, word for word (cli/main.py's
+    predict, cli/decisions.py's optimize and next): one helper adds them now, so the three
+    commands say one thing of a stale or unconverged fit."""
+    import argparse
+
+    from ddtree_bayes.cli import args as A
+    from ddtree_bayes.cli.main import build_parser
+
+    own = argparse.ArgumentParser()
+    A.add_fit_checks(own)
+    want = {a.dest: (a.option_strings, a.help) for a in own._actions
+            if a.dest in ("strict", "allow_unconverged")}
+    assert want["strict"][1].startswith("error (exit 4) instead of warning if data or priors")
+    assert want["allow_unconverged"][1] == "use a fit that failed its convergence gates"
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name in ("predict", "optimize", "next"):
+        got = {a.dest: (a.option_strings, a.help) for a in sub.choices[name]._actions
+               if a.dest in want}
+        assert got == want, name

@@ -572,6 +572,17 @@ def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("table", 
                    + " for machines (default: %(default)s)")
 
 
+def add_fit_checks(p: argparse.ArgumentParser) -> None:
+    """--strict and --allow-unconverged: what a command answering from a fit does with a
+    stale or unconverged one (predict, optimize, next)."""
+    p.add_argument("--strict", action="store_true",
+                   help="error (exit 4) instead of warning if data or priors changed since the "
+                        "fit; error (exit 2) for an engine, method or hardware name that was "
+                        "never measured nor declared")
+    p.add_argument("--allow-unconverged", action="store_true",
+                   help="use a fit that failed its convergence gates")
+
+
 def add_seed_and_format(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
     """The options most commands share: one seed for every random call, output format."""
     p.add_argument("--seed", type=SEED, default=DEFAULT_SEED,

@@ -377,12 +377,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fit", type=A.fit_id, help="fit id (default: the latest fit)")
 
     add_seed_and_format(p, formats=("table", "json"))
-    p.add_argument("--strict", action="store_true",
-                   help="error (exit 4) instead of warning if data or priors changed since the "
-                        "fit; error (exit 2) for an engine, method or hardware name that was "
-                        "never measured nor declared")
-    p.add_argument("--allow-unconverged", action="store_true",
-                   help="use a fit that failed its convergence gates")
+    A.add_fit_checks(p)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

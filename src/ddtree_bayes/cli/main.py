@@ -104,12 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="streams decoded together: one answer per value, per user (one "
                         "stream's tok/s) and total (the C streams'); default: one stream")
     p.add_argument("--fit", type=A.fit_id, help="fit id (default: the latest fit)")
-    p.add_argument("--strict", action="store_true",
-                   help="error (exit 4) instead of warning if data or priors changed since the "
-                        "fit; error (exit 2) for an engine, method or hardware name that was "
-                        "never measured nor declared")
-    p.add_argument("--allow-unconverged", action="store_true",
-                   help="use a fit that failed its convergence gates")
+    A.add_fit_checks(p)
     p.add_argument("--model-average", action="store_true",
                    help="mix the latest converged fit of each model form (MoE form / step "
                         "form) on the same data, "
