@@ -1340,3 +1340,28 @@ def test_a_tracked_query_whose_width_falls_by_less_than_half_a_percent_reads_0()
         "width +1%)")
     assert living.format_change({**c, "after": {**c["after"], "hi90": 1064.0}}).endswith(
         "width -1%)")
+
+
+def test_a_reweighted_and_a_refit_update_end_alike(monkeypatch, capsys, tmp_path):
+    """The reweighting and the refitting update each wrote out their end (cli/update.py): the
+    tracked queries, the total time, then the saved file's line or the JSON report. One
+    helper ends both: the table's line gives the total unless the refit's line said it
+    already; JSON carries total_s, the report's tracked queries, and prints no line."""
+    import time
+
+    from ddtree_bayes.cli import update as U
+
+    seen: list[tuple] = []
+    monkeypatch.setattr(U, "_tracked", lambda *a: seen.append(a[:5]) or a[5].update(tracked=[]))
+    monkeypatch.setattr(time, "perf_counter", lambda: 12.5)
+    path = tmp_path / "models" / "fits" / "f.nc"
+    for total_said, line in ((False, f"saved {path} (update total 2.50 s)\n"),
+                             (True, f"saved {path}\n")):
+        report = {"warnings": []}
+        U._finish("prev", "after", ["q"], 7, True, report, path, 10.0, total_said=total_said)
+        assert capsys.readouterr().out == line
+        assert report == {"warnings": [], "tracked": [], "total_s": 2.5}
+    report = {"warnings": []}
+    U._finish("prev", "after", ["q"], 7, False, report, path, 10.0, total_said=True)
+    assert json.loads(capsys.readouterr().out) == {"warnings": [], "tracked": [], "total_s": 2.5}
+    assert seen == [("prev", "after", ["q"], 7, text) for text in (True, True, False)]

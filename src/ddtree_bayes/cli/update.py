@@ -418,6 +418,21 @@ def _tracked(previous, after, tracked, seed: int, text: bool, report: dict) -> N
             print(f"  {living.format_change(c)}")
 
 
+def _finish(previous, after, tracked, seed: int, text: bool, report: dict, path: Path,
+            t_start: float, *, total_said: bool) -> None:
+    """How an update that made a fit ends, reweighted or refit: the tracked queries before
+    and after (:func:`_tracked`), the total time, then the saved file's line (with the total,
+    unless ``total_said``: the refit's line gave it) or the JSON report."""
+    _tracked(previous, after, tracked, seed, text, report)
+    report["total_s"] = time.perf_counter() - t_start
+    if not text:
+        emit_json(report)
+    elif total_said:
+        print(f"saved {shown_path(path)}")
+    else:
+        print(f"saved {shown_path(path)} (update total {report['total_s']:.2f} s)")
+
+
 def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_text, inputs_hash,
                 seed, models, update_meta, tracked, t_start) -> int:
     from ddtree_bayes.engine.structure import restructured_line
@@ -460,12 +475,7 @@ def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_tex
                  f"; the resampled draws are worth about {weights.n_eff:.0f} independent draws "
               f"(weights ESS {weights.weights_ess:.0f} x relative efficiency "
                  f"{weights.r_eff:.2f} of the NUTS draws).") + " `update --refit` samples afresh.")
-    _tracked(previous, after, tracked, seed, text, report)
-    report["total_s"] = time.perf_counter() - t_start
-    if text:
-        print(f"saved {shown_path(path)} (update total {report['total_s']:.2f} s)")
-    else:
-        emit_json(report)
+    _finish(previous, after, tracked, seed, text, report, path, t_start, total_said=False)
     return 0
 
 
@@ -526,11 +536,6 @@ def _refit(args, report, previous, data_path, measurements, cfg, forms, seed, up
         print(f"fit {result.fit_id}: {status}; refit took {fit_s:.1f} s (compile "
               f"{t.get('compile_s', 0):.1f} s, sampling {t.get('sample_s', 0):.1f} s); update "
               f"total {time.perf_counter() - t_start:.1f} s")
-    _tracked(previous, after, tracked, seed, text, report)
-    report["total_s"] = time.perf_counter() - t_start
-    if text:
-        print(f"saved {shown_path(result.path)}")
-    else:
-        emit_json(report)
+    _finish(previous, after, tracked, seed, text, report, result.path, t_start, total_said=True)
     result.raise_if_unconverged()
     return 0
