@@ -469,3 +469,21 @@ def test_a_blank_context_is_the_default_in_every_check_against_ar():
             "decoding's) at 140 tok/s is faster than ar's 133 tok/s (row 2: kimi-k2.6 b300x8 "
             "sglang, context blank (the default)): was an acceptance rate (0 to 1) typed as the "
             "length? (accept_len counts the accepted draft tokens plus the bonus token)"]
+
+
+def test_how_far_below_is_one_rule_for_fewer_streams_and_longer_context():
+    """The total below fewer streams and the step faster at a longer context each worked out
+    how far one row is below the other and whether that is per accepted token (core/row_notes.py
+    ``_fewer_streams``, ``_longer_context``): one helper now. 90 tok/s at accept 4 is 10.0%
+    below 100 at accept 4; 150 at accept 6 (25 steps a second) is 16.7% below 120 at accept
+    4 (30), per accepted token."""
+    from ddtree_bayes.core import row_notes as RN
+    from ddtree_bayes.core.data import Measurement
+
+    def row(n: int, tok_s: float, accept: float) -> Measurement:
+        return Measurement(n, "m", "b300", 8, "sglang", "ddtree", 16, 32, 33, accept, None,
+                           tok_s, "s", "")
+
+    assert RN._how_far_below(row(2, 90.0, 4.0), row(3, 100.0, 4.0)) == ("10.0% below", "")
+    assert RN._how_far_below(row(2, 150.0, 6.0), row(3, 120.0, 4.0)) == (
+        "16.7% below", " (per accepted token)")

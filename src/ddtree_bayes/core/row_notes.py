@@ -316,6 +316,17 @@ def _furthest_below(m: Measurement, same: list[Measurement], both_ways: bool,
     return worst
 
 
+def _how_far_below(slow: Measurement, fast: Measurement) -> tuple[str, str]:
+    """("12.3% below", its qualifier): how far ``slow``'s tok/s per accepted token
+    (core/likelihood ``run_rate``) is below ``fast``'s, and " (per accepted token)" when
+    their accept_len differ ("" when equal), as :func:`_fewer_streams` and
+    :func:`_longer_context` say a pair of :func:`_furthest_below`."""
+    from ddtree_bayes.core.likelihood import run_rate
+
+    per = "" if slow.accept_len == fast.accept_len else " (per accepted token)"
+    return f"{1 - run_rate(slow) / run_rate(fast):.1%} below", per
+
+
 def _shape_text(many: Measurement, few: Measurement, context_of) -> str:
     """``kimi-k2.6 rtx-pro-6000x8 vllm eagle3 M=4 at accept_len 1.948, context 0``: the
     configuration two rows share, as :func:`_fewer_streams` says it."""
@@ -334,8 +345,6 @@ def _fewer_streams(m: Measurement, same: list[Measurement], both_ways: bool,
     :data:`CONTEXT_SLACK_TOKENS` / C: the C streams' KV read): one stream's tok/s typed as the
     C streams' total. ``m`` the row at more streams; with ``both_ways`` also ``m`` the row at
     fewer. The pair furthest below."""
-    from ddtree_bayes.core.likelihood import run_rate
-
     def ctx(r: Measurement) -> float:
         return r.context(default_context)
 
@@ -347,8 +356,7 @@ def _fewer_streams(m: Measurement, same: list[Measurement], both_ways: bool,
     if worst is None:
         return None
     many, few = worst
-    short = f"{1 - run_rate(many) / run_rate(few):.1%} below"
-    per = "" if many.accept_len == few.accept_len else " (per accepted token)"
+    short, per = _how_far_below(many, few)
     streams = counted(few.concurrency, "stream")
     said = (f"{many.tok_s:g} tok/s for {many.concurrency} streams is {short} row {few.row}'s "
             f"{few.tok_s:g} tok/s for {streams}" if many is m else
@@ -377,8 +385,6 @@ def _longer_context(m: Measurement, same: list[Measurement], both_ways: bool,
     ``m`` the row at the longer one: the hint then names the other row's context_tokens and
     tok_s (its flags read as this row's). The pair furthest below. A blank context is
     ``default_context``, as the fit reads it."""
-    from ddtree_bayes.core.likelihood import run_rate
-
     def ctx(r: Measurement) -> float:
         return r.context(default_context)
 
@@ -390,8 +396,7 @@ def _longer_context(m: Measurement, same: list[Measurement], both_ways: bool,
     if worst is None:
         return None
     short, long = worst
-    below = f"{1 - run_rate(short) / run_rate(long):.1%} below"
-    per = "" if short.accept_len == long.accept_len else " (per accepted token)"
+    below, per = _how_far_below(short, long)
     said = (f"{short.tok_s:g} tok/s at context {context_text(short)} is {below} row "
             f"{long.row}'s {long.tok_s:g} tok/s at context {context_text(long)}" if short is m
             else f"row {short.row}'s {short.tok_s:g} tok/s at context {context_text(short)} is "
