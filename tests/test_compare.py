@@ -452,3 +452,18 @@ def test_compare_note_gives_the_reason_loo_leaves_out_configurations(monkeypatch
         "more than 2000 rows, with repeated runs of a configuration: PSIS-LOO leaves out one "
         "configuration (all its repeated runs) at a time, not one row"]
     assert note(base.rows) == []
+
+
+def test_a_model_average_p_faster_than_ar_is_a_probability():
+    """`compare`'s PSIS-LOO weights of two real fits, 0.5840969232202099 and
+    0.41590307677979066 (the bundled data's roofline and power fits), sum to
+    1.0000000000000004 in floating point. Both fits say speculation beats AR in every draw
+    (acceptance 12: 12/20 ms against 1/8 ms), so the mixture's P is 1; the weighted sum was
+    1.0000000000000004, which `predict --model-average --concurrency 1,4 --format json`
+    printed and predict.schema.json (maximum 1) refuses."""
+    fast = point_mass_draws(n=400)
+    other = point_mass_draws(n=400, overhead_frac=[0.1])   # 16/0.9 = 17.8 ms: also faster
+    other.meta["fit_id"] = "other"
+    mixture = [(fast, 0.5840969232202099), (other, 0.41590307677979066)]
+    (r,) = P.predict(fast, accept="12", engines=["sglang"], concurrency=[1], mixture=mixture)
+    assert r["p_faster_than_ar"] == 1.0
