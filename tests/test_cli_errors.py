@@ -897,3 +897,21 @@ def test_simulate_refuses_names_a_measurement_file_refuses(work, truth_edit, des
                              "design.csv", "--out", "sim.csv"))
     assert where in err, err
     assert not (work / "sim.csv").exists()
+
+
+def test_validate_scheduler_that_cannot_be_reached_is_one_line(work):
+    """`validate --scheduler foo` ended in "internal error: ValueError: missing port number in
+    address 'foo'" (exit 1), and `--scheduler tcp://127.0.0.1:1` (no scheduler there) in
+    "Timed out trying to connect ... with no file named (most likely standard output) (fix:
+    check where standard output goes and its free space)": dask's OSError read as a failed
+    write. Both are now one line naming --scheduler and the address, exit 2."""
+    import dask
+
+    err = one_error(*run_cli(work, "validate", "--quiet", "--scheduler", "foo"))
+    assert err.startswith("ddtree-bayes: error: --scheduler 'foo': ")
+    assert "standard output" not in err and "internal error" not in err
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        err = one_error(*run_cli(work, "validate", "--quiet", "--sbc", "2", "--scheduler",
+                                 "tcp://127.0.0.1:1"))
+    assert err.startswith("ddtree-bayes: error: --scheduler 'tcp://127.0.0.1:1': ")
+    assert "standard output" not in err

@@ -331,7 +331,17 @@ def dispatch(fn: Callable, tasks: list[tuple], *, jobs: int = 1, scheduler: str 
     if scheduler:
         from distributed import Client
 
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler)
+        except (ValueError, TypeError, OSError) as err:
+            # ('foo' was "internal error: ValueError: missing port number", and an address
+            # nothing listens on an OSError read as a failed write to standard output)
+            detail = " ".join(str(err).split()) or type(err).__name__
+            raise QueryError(f"--scheduler {scheduler!r}: no dask scheduler reached there "
+                             f"({detail})",
+                             fix="give the address of a running dask.distributed scheduler, "
+                                 "e.g. tcp://host:8786, or drop --scheduler to run the "
+                                 "folds on this machine (--jobs N)") from None
         ctx = parallel_config(backend="dask")
         jobs = -1
     results = []
