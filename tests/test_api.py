@@ -125,6 +125,12 @@ def test_api_fit_refuses_no_tuning_before_compiling(tmp_path):
     ({"accept": 14, "prob": None}, "--prob None is not a number between 0 and 1"),
     ({"accept": 14, "explain": "no"}, "explain 'no' is not True or False (fix: give "
                                       "explain=True for each row's variance split"),
+    # concurrency=[] answered one stream (no concurrency, no total columns), where
+    # --concurrency '' is refused ("holds no number") and engines=[] too (97fc0fb6)
+    ({"accept": 14, "concurrency": []}, "concurrency [] names no stream count (fix: give "
+                                        "stream counts, e.g. concurrency=[1, 4, 8, 16], or "
+                                        "leave concurrency out for one stream)"),
+    ({"accept": 14, "concurrency": ()}, "concurrency () names no stream count"),
 ])
 def test_the_api_checks_what_the_flags_check(kw, message):
     """The API answered budget 0 (103.5 tok/s) and gpus 4.5 (596 tok/s) where the CLI

@@ -1142,6 +1142,10 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
         raise QueryError(f"engines {engines!r} names no engine",
                          fix="give engine names, e.g. engines=['sglang', 'native'], or leave "
                              "engines out for the default engines")
+    if isinstance(concurrency, list | tuple) and not concurrency:   # (answered one stream)
+        raise QueryError(f"concurrency {concurrency!r} names no stream count",
+                         fix="give stream counts, e.g. concurrency=[1, 4, 8, 16], or leave "
+                             "concurrency out for one stream")
     if not isinstance(explain, bool | np.bool_):
         raise QueryError(f"explain {explain!r} is not True or False",
                          fix="give explain=True for each row's variance split (as --explain), "
