@@ -648,3 +648,26 @@ def test_the_api_refuses_a_bool_target():
 
     with pytest.raises(QueryError, match=re.escape("--target True is not a finite throughput")):
         api.predict(point_mass_draws(), accept=14, target=True)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"fit_id": "x"}, "extra_meta {'fit_id': 'x'} would overwrite the fit's own metadata "
+                      "(fit_id) (fix: give keys of your own"),
+    ({"converged": True, "note": "mine"}, "would overwrite the fit's own metadata (converged)"),
+    ({"data": {}, "seed": 1}, "would overwrite the fit's own metadata (data, seed)"),
+    ([1], "extra_meta [1] is not a dict of metadata keys"),
+    ({1: "a"}, "extra_meta {1: 'a'} is not a dict of metadata keys"),
+])
+def test_api_fit_refuses_extra_meta_over_its_own_before_sampling(tmp_path, extra, message):
+    """db.fit(extra_meta={"fit_id": "x"}) sampled, then saved the fit as models/fits/x.nc, the
+    id `history` and `predict` showed, while the FitResult named 20261207T152538Z-3bd953e0,
+    no fit's id; a fit_id of an existing fit replaced that fit's file, and extra_meta=[1]
+    died in a bare TypeError after sampling. extra_meta adds keys beside the fit's own
+    (update's "update", "made_by", "refit_reasons", "psis"), never over them: refused before
+    anything is compiled or written."""
+    import ddtree_bayes as db
+
+    with pytest.raises((TypeError, ValueError)) as info:
+        db.fit(workdir=tmp_path, progress=False, extra_meta=extra)
+    assert str(info.value).startswith(message) or message in str(info.value), str(info.value)
+    assert not (tmp_path / "models").exists()

@@ -283,6 +283,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
                         fix="chains >= 1, draws >= 1, tune >= 1, 0 < target_accept < 1, "
                             f"seed a whole number 0 to {MAX_SEED}")
     seed = int(seed)   # (a numpy integer would reach the JSON metadata after sampling)
+    extra_meta = _extra_meta(extra_meta)
     settings = SamplerSettings(chains=int(chains), draws=None if draws is None else int(draws),
                                tune=int(tune), target_accept=float(target_accept),
                                backend=backend)
@@ -337,7 +338,10 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         meta["hardware"] = hardware_file
     if inputs.proxy is not None:
         meta["model"]["proxy_card"] = inputs.proxy
-    meta.update(extra_meta or {})
+    clash = sorted(set(extra_meta) & set(meta))   # (a key added to the metadata since)
+    if clash:
+        raise ValueError(f"extra_meta would overwrite the fit's own metadata ({', '.join(clash)})")
+    meta.update(extra_meta)
     t_save = time.perf_counter()
     inference.log(progress, f"saving fit {fit_id}")
     path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
@@ -347,6 +351,36 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
                                failures=failures, diagnostics=diag_rows,
                                divergences=divergences, timings=timings, remedies=ladder,
                                measurements=measurements, warnings=warnings)
+
+
+#: The metadata keys a fit writes itself (:func:`metadata`, the remedy ladder, where it was
+#: made, the user's hardware file): ``extra_meta`` adds keys beside them, never over them.
+OWN_META_KEYS = frozenset({
+    "format_version", "fit_id", "created_utc", "package_version", "libraries", "seed",
+    "sampler", "model", "coords", "data", "priors", "inputs_sha256", "diagnostics",
+    "converged", "failures", "timings", "remedies", "workdir", "hardware"})
+
+
+def _extra_meta(extra: object) -> dict:
+    """``fit``'s ``extra_meta`` (None: no keys), refused before anything is compiled when it is
+    no dict of string keys or names a key the fit writes itself: {"fit_id": "x"} saved the fit
+    as models/fits/x.nc under an id its FitResult did not name (an existing fit's id replaced
+    that fit's file), and [1] died in a bare TypeError after sampling.
+
+    >>> _extra_meta(None), _extra_meta({"made_by": "refit"})
+    ({}, {'made_by': 'refit'})
+    """
+    if extra is None:
+        return {}
+    if not isinstance(extra, dict) or not all(isinstance(k, str) for k in extra):
+        raise TypeError(f"extra_meta {extra!r} is not a dict of metadata keys (str) "
+                        "(fix: give a dict such as {'note': '...'}, or None)")
+    clash = sorted(set(extra) & OWN_META_KEYS)
+    if clash:
+        raise ValueError(f"extra_meta {extra!r} would overwrite the fit's own metadata "
+                         f"({', '.join(clash)}) (fix: give keys of your own, beside "
+                         f"{', '.join(sorted(OWN_META_KEYS))})")
+    return dict(extra)
 
 
 def forms_of(cfg: PriorsConfig, moe_form: str | None, step_form: str | None) -> PriorsConfig:
