@@ -437,3 +437,44 @@ def test_an_acceptance_files_block_bound_is_the_questions_one_rule(tmp_path, mon
     monkeypatch.setattr(S, "trained_block_of", real)
     assert D.optimize(draws, curve, acceptance_file=acc, **ask)["scenario"]["drafter"] == \
         "my/kimi-dflash-b32"
+
+
+def test_simulate_refuses_a_design_row_above_the_drafters_trained_block(tmp_path):
+    """simulate wrote `qwen3-8b,h100,1,vllm,ddtree,32,64,65,20.0,0,883.7,...` (exit 0) for a
+    design row at block 32, accept 20: z-lab/Qwen3-8B-DFlash-b16 drafts at block 16 and emits
+    at most 16 tokens a step, so `fit` refuses the file it wrote (column 'block'). The design
+    row is refused as a measurement row is: block 32 at 'block'; with no block, accept 20 at
+    'accept_len' (at most 16: the trained block - 1 drafts + 1); block 16 accept 16 passes."""
+    from ddtree_bayes.core.drafters import drafter_table
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.workflows.simulate import load_design, load_truth, simulate_from_files
+
+    truth_path = tmp_path / "truth.toml"
+    truth_path.write_text('model = "qwen3-8b"\nnoise_sd = 0.0\nctx_verify_exponent = 0.5\n'
+                          '[systems."h100x1"]\n'
+                          "step_ar_ms = 9.0\nmoe_share = 0.55\nmoe_shape = 0.25\n"
+                          'ctx_ms_per_unit = 2.0\n[groups."h100x1/vllm/ddtree"]\n'
+                          "overhead_frac = 0.2\n")
+    truth = load_truth(truth_path)
+    head = "hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+    design = tmp_path / "design.csv"
+    for row, column, words in (
+            ("h100,1,vllm,ddtree,32,64,20,0", "block",
+             "block 32 is above the block 16 qwen3-8b's ddtree drafter "
+             "z-lab/Qwen3-8B-DFlash-b16 was trained at"),
+            ("h100,1,vllm,ddtree,,64,20,0", "accept_len",
+             "accept_len 20 is above what ddtree with a drafter trained at block 16 can "
+             "emit (at most 16 tokens per step: the trained block - 1 drafts + 1)")):
+        design.write_text(head + "h100,1,vllm,ar,,,1,0\n" + row + "\n")
+        with pytest.raises(InputError) as info:
+            load_design(design, truth, drafters=drafter_table())
+        assert (info.value.row, info.value.column) == (3, column), str(info.value)
+        assert words in str(info.value), str(info.value)
+        out = tmp_path / "sim.csv"
+        code, _, err = run_cli(tmp_path, "simulate", "--truth", str(truth_path), "--design",
+                               str(design), "--out", str(out))
+        assert code == 2 and words in err and not out.exists()
+    design.write_text(head + "h100,1,vllm,ar,,,1,0\nh100,1,vllm,ddtree,16,32,16,0\n")
+    text = simulate_from_files(truth_path, design, seed=1, workdir=tmp_path)
+    # the file simulate writes is one fit reads: 16 tokens per step of a block-16 drafter
+    assert ",ddtree,16,32,33,16.0,0," in text
