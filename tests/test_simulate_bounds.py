@@ -86,7 +86,7 @@ def test_a_model_without_a_card_or_its_longest_is_not_bounded_by_one(tmp_path):
     ("rtx-5090,1,sglang,ddtree,32,64,6,0\n",
      "row 2, column 'block': block 32 is above the block 16 qwen3-8b's ddtree drafter "
      "z-lab/Qwen3-8B-DFlash-b16 was trained at (its card's block_size) (fix: give a block of "
-     "at most 16, or name a drafter trained at block 32"),
+     "at most 16, or give qwen3-8b a default ddtree drafter trained at block 32"),
     # no block: the trained block bounds the acceptance, 16 - 1 drafts + 1 = 16 (budget 64
     # alone allowed 65)
     ("rtx-5090,1,sglang,ddtree,16,64,6,0\nrtx-5090,1,sglang,ddtree,,64,20,0\n",
@@ -114,4 +114,25 @@ def test_the_trained_block_itself_and_a_model_without_the_drafter_are_simulated(
     (tmp_path / "d").mkdir()
     code, _, err = _simulate(_work(tmp_path / "d", "dense-8b",
                                    "rtx-5090,1,sglang,ddtree,32,64,20,0\n"))
+    assert code == 0, err
+
+
+def test_a_designs_block_refusal_asks_for_a_default_drafter_and_following_it_simulates(
+        tmp_path):
+    """A design has no drafter column (its rows draft with the model's default drafter), yet
+    the refusal of block 32 said "name a drafter trained at block 32": it asks now for a
+    default card trained at block 32, and with that card in data/drafters.csv (block_size 32)
+    the same design is simulated."""
+    work = _work(tmp_path, "qwen3-8b", "rtx-5090,1,sglang,ddtree,32,64,6,0\n")
+    code, _, err = _simulate(work)
+    assert code == 2 and err.endswith(
+        "(fix: give a block of at most 16, or give qwen3-8b a default ddtree drafter trained at "
+        "block 32 (its card in data/drafters.csv, with block_size 32; a design has no drafter "
+        "column: its rows draft with the model's default drafter))\n"), err
+    (work / "data").mkdir()
+    (work / "data" / "drafters.csv").write_text(
+        "drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+        "bytes_per_weight,source,block_size\n"
+        "my/qwen3-8b-dflash-b32,qwen3-8b,ddtree,dflash_block,5,1.0,0.6,2,a test card,32\n")
+    code, _, err = _simulate(work)
     assert code == 0, err

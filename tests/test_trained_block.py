@@ -326,7 +326,7 @@ def test_an_inferred_acceptance_drawn_from_its_prior_stops_at_the_trained_block(
 def _no_fit(tmp_path: Path) -> Path:
     """A folder with kimi-k2.6's block-8 DDTree drafter in data/drafters.csv and no fit (its
     measurements: the bundled Kimi K2.6 rows, which the first fit here will read)."""
-    (tmp_path / "data").mkdir()
+    (tmp_path / "data").mkdir(parents=True)
     (tmp_path / "data" / "drafters.csv").write_text(KIMI_B8)
     return tmp_path
 
@@ -478,3 +478,29 @@ def test_simulate_refuses_a_design_row_above_the_drafters_trained_block(tmp_path
     text = simulate_from_files(truth_path, design, seed=1, workdir=tmp_path)
     # the file simulate writes is one fit reads: 16 tokens per step of a block-16 drafter
     assert ",ddtree,16,32,33,16.0,0," in text
+
+
+#: kimi-k2.6's DDTree drafter retrained at block 16: the card the track fix asks for
+KIMI_B16 = KIMI_B8.replace("my/kimi-dflash-b8", "my/kimi-dflash-b16").replace(
+    "a test card,8\n", "a test card,16\n")
+
+
+def test_tracks_refusal_of_a_block_asks_for_a_default_drafter_not_a_named_one(
+        tmp_path, kimi_b8):
+    """track has no --drafter (a tracked query drafts with the model's default drafter), yet
+    its refusal of --block 16 said "name a drafter trained at block 16", with a fit and
+    without one: the fix it gives now is a default card trained at block 16, and following it
+    (that card in data/drafters.csv, block_size 16) tracks the same flags."""
+    flags = ("track", "add", "--method", "ddtree", "--engine", "sglang", "--block", "16",
+             "--budget", "32")
+    for work, refit in ((_no_fit(tmp_path / "nofit"), ""), (kimi_b8, ", then fit again")):
+        code, out, err = run_cli(work, *flags)
+        assert code == 2 and out == "", (code, out, err)
+        assert err.endswith(
+            "(fix: give a block of at most 8, or give kimi-k2.6 a default ddtree drafter "
+            "trained at block 16 (its card in data/drafters.csv, with block_size 16"
+            f"{refit}; track has no --drafter: a tracked query drafts with the model's "
+            "default drafter))\n"), err
+        (work / "data" / "drafters.csv").write_text(KIMI_B16)
+        code, out, err = run_cli(work, *flags)
+        assert code == 0, (work, out, err)

@@ -279,10 +279,14 @@ def trained_block(cards: tuple[DrafterCard, ...], model: str, method: str,
 
 def block_problem(cards: tuple[DrafterCard, ...], model: str, method: str,
                   block: int | None, drafter: str | None = None,
-                  flag: str = "block") -> tuple[str, str] | None:
+                  flag: str = "block", default_only: str | None = None,
+                  refit: bool = False) -> tuple[str, str] | None:
     """(problem, fix) of a block above the one ``model``'s ``method`` drafter was trained at
     (:func:`trained_block`; ``flag`` names the block where the problem is told); None: no
-    block, a block within it, or no trained block known.
+    block, a block within it, or no trained block known. ``default_only``: why the asking
+    command cannot name a drafter (``track``, a ``simulate`` design): the fix asks for a
+    default card trained at that block instead (``refit``: and a fit again, whose stored
+    default card comes first).
 
     >>> c = DrafterCard("z/D-b16", "m", ("ddtree",), "dflash_block", 5, 1.0, 0.6, 2, "s",
     ...                 block_size=16)
@@ -296,20 +300,27 @@ block_size)"
     if block is None or trained is None or block <= trained[0]:
         return None
     size, card = trained
+    other = (f"name a drafter trained at block {block} (its card in data/drafters.csv, with "
+             "its block_size)" if default_only is None else
+             f"give {model} a default {method} drafter trained at block {block} (its card in "
+             f"data/drafters.csv, with block_size {block}{', then fit again' if refit else ''}"
+             f"; {default_only})")
     return (f"{flag} {block} is above the block {size} {model}'s {method} drafter "
             f"{card.drafter} was trained at (its card's block_size)",
-            f"give a block of at most {size}, or name a drafter trained at block {block} "
-            "(its card in data/drafters.csv, with its block_size)")
+            f"give a block of at most {size}, or {other}")
 
 
-def row_block_problem(cards: tuple[DrafterCard, ...], m) -> tuple[str, str, str] | None:
+def row_block_problem(cards: tuple[DrafterCard, ...], m, default_only: str | None = None
+                      ) -> tuple[str, str, str] | None:
     """(problem, fix, column) of a measurement row (a
     :class:`~ddtree_bayes.core.data.Measurement`) its drafter's trained block rules out: a
-    block above it (:func:`block_problem`), or, with no block given, an ``accept_len`` above
-    what a step of that block can emit (:func:`~ddtree_bayes.core.methods.max_accept`)."""
+    block above it (:func:`block_problem`, ``default_only`` as there), or, with no block
+    given, an ``accept_len`` above what a step of that block can emit
+    (:func:`~ddtree_bayes.core.methods.max_accept`)."""
     from ddtree_bayes.core.methods import max_accept
 
-    problem = block_problem(cards, m.model, m.method, m.block, m.drafter)
+    problem = block_problem(cards, m.model, m.method, m.block, m.drafter,
+                            default_only=default_only)
     if problem is not None:
         return (*problem, "block")
     trained = trained_block(cards, m.model, m.method, m.drafter)

@@ -1506,20 +1506,24 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
 
 
 def trained_block_of(draws: Fit, model: str | None, method: str, block: int | None,
-                     drafter: str | None = None, prefix: str = "") -> int | None:
+                     drafter: str | None = None, prefix: str = "",
+                     default_only: str | None = None) -> int | None:
     """The block ``model``'s (None: the fit's) ``method`` drafter was trained at, from its
     card's ``block_size`` (the card ``drafter`` names, else the model's default card; the
     cards here over the fit's stored ones, :func:`drafter_cards`; core/drafters.py
     ``trained_block``), or None when not known. A ``block`` above it is refused: one
     QueryError naming the drafter and the block it was trained at (a block-16 DFlash drafter
-    asked at block 32 answered with an acceptance of 20, more than it emits per step)."""
+    asked at block 32 answered with an acceptance of 20, more than it emits per step).
+    ``default_only``: why the asking command names no drafter (``track``): its fix asks for
+    a default card trained at the block, and a fit again (core/drafters.py ``block_problem``)."""
     from ddtree_bayes.core.drafters import block_problem, trained_block
 
     target = priced_target(draws, model)
     if method == AR_METHOD or target is None:
         return None
     cards = drafter_cards(draws)
-    problem = block_problem(cards, target, method, block, drafter)
+    problem = block_problem(cards, target, method, block, drafter, default_only=default_only,
+                            refit=default_only is not None)
     if problem is not None:
         raise QueryError(prefix + problem[0], fix=problem[1])
     trained = trained_block(cards, target, method, drafter)

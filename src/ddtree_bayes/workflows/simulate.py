@@ -183,6 +183,12 @@ def _cell(path, line: int, raw: dict[str, str], col: str, read, blank_ok: bool):
                          fix=f"write {col} as {kind}") from None
 
 
+#: Why a design's refusal of a block cannot ask for a drafter by name (core/drafters.py
+#: ``block_problem``'s ``default_only``).
+DESIGN_DRAFTER = ("a design has no drafter column: its rows draft with the model's default "
+                  "drafter")
+
+
 def load_design(path: str | Path, truth: dict, cards: dict | None = None,
                 drafters: tuple = ()) -> list[dict]:
     """Read DESIGN.csv rows; every row's system and speculative group must be in the truth.
@@ -285,7 +291,7 @@ def load_design(path: str | Path, truth: dict, cards: dict | None = None,
         trained = row_block_problem(drafters, SimpleNamespace(
             model=truth["model"], method=row["method"], block=row["block"],
             budget=row["budget"], drafter=None, accept_len=row["accept_len"],
-            verify_tokens=verify))
+            verify_tokens=verify), default_only=DESIGN_DRAFTER)
         if trained is not None:
             raise InputError(trained[0], file=path, row=line, column=trained[2], fix=trained[1])
         # what a step can emit (core/methods.max_accept; no methods table: the block bounds

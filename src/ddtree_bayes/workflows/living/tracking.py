@@ -199,7 +199,8 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     if draws is not None:
         asked = asked_query(draws, q, drop_ar_flags=False)
         try:
-            trained = trained_block_of(draws, asked.get("model"), f["method"], f["block"])
+            trained = trained_block_of(draws, asked.get("model"), f["method"], f["block"],
+                                       default_only=TRACK_DRAFTER)
         except QueryError:   # (a block above it: refused when asked, else tracked and
             if q["block"] is not None:   # answered "cannot answer it yet")
                 raise
@@ -211,6 +212,11 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     check_accept(parse_accept(q["accept"]), q["accept"],
                  max_accept(f["method"], f["block"], f["budget"], methods, verify,
                             trained_block=trained))
+
+
+#: Why track's refusal of a block cannot ask for a drafter by name (core/drafters.py
+#: ``block_problem``'s ``default_only``): "name a drafter trained at block 16" was its fix.
+TRACK_DRAFTER = "track has no --drafter: a tracked query drafts with the model's default drafter"
 
 
 def _trained_block_here(q: dict[str, Any], f: dict[str, Any], asked: bool,
@@ -242,7 +248,7 @@ def _trained_block_here(q: dict[str, Any], f: dict[str, Any], asked: bool,
     if model is None:
         return None
     cards = drafter_table(paths.own_data_file("drafters.csv", workdir))
-    problem = block_problem(cards, model, f["method"], f["block"])
+    problem = block_problem(cards, model, f["method"], f["block"], default_only=TRACK_DRAFTER)
     if problem is not None:   # (not asked: tracked, as with a fit, bounded by its block)
         if asked:
             raise QueryError(problem[0], fix=problem[1])
