@@ -504,3 +504,38 @@ def test_tracks_refusal_of_a_block_asks_for_a_default_drafter_not_a_named_one(
         (work / "data" / "drafters.csv").write_text(KIMI_B16)
         code, out, err = run_cli(work, *flags)
         assert code == 0, (work, out, err)
+
+
+def test_optimize_and_nexts_refusal_of_a_block_asks_for_a_default_drafter(kimi_b8, tmp_path):
+    """optimize and next have no --drafter either (next's query and candidates, optimize
+    without an --acceptance-file naming one, ask the model's default drafter), yet their
+    refusal said "name a drafter trained at block 16" as predict's does: their fix asks for
+    a default card trained at block 16 and a fit again, as track's. predict, which can name
+    one (--drafter), keeps its fix."""
+    cands = tmp_path / "c.csv"
+    cands.write_text("hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+                     "b300,8,sglang,ddtree,16,32,6,\n")
+    tail = ("(its card in data/drafters.csv, with block_size 16, then fit again; {})")
+    for argv, why in (
+            (["optimize", "--block", "16"], "optimize has no --drafter: it asks the model's "
+             "default drafter, or the one an --acceptance-file's rows name"),
+            (["next", "--query", "--block 16 --budget 32 --engine sglang --accept 6"],
+             "next has no --drafter: its query and candidates draft with the model's default "
+             "drafter"),
+            (["next", "--query", "--block 8 --budget 32 --engine sglang --accept 6",
+              "--candidates", str(cands)],
+             "next has no --drafter: its query and candidates draft with the model's default "
+             "drafter")):
+        code, out, err = run_cli(kimi_b8, *argv)
+        assert code == 2 and out == "" and err.count("\n") == 1, (argv, err)
+        assert err.endswith("(fix: give a block of at most 8, or give kimi-k2.6 a default "
+                            "ddtree drafter trained at block 16 " + tail.format(why)
+                            + ")\n"), (argv, err)
+    code, _, err = run_cli(kimi_b8, "predict", "--engine", "sglang", "--block", "16",
+                           "--budget", "32", "--accept", "6")
+    assert code == 2 and err.endswith("or name a drafter trained at block 16 (its card in "
+                                      "data/drafters.csv, with its block_size))\n"), err
+    # followed (this fit stores no kimi-k2.6 DDTree card: the one here is the default)
+    (kimi_b8 / "data" / "drafters.csv").write_text(KIMI_B16)
+    code, _, err = run_cli(kimi_b8, "optimize", "--block", "16")
+    assert code == 0, err

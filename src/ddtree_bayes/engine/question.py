@@ -643,6 +643,12 @@ def drafter_acceptance(fit: Fit, sc: Scenario) -> bool:
             or acceptance_prior(fit.priors, sc, drafter) is not None)
 
 
+#: Why ``next``'s refusal of a block above the drafter's trained one cannot ask for a
+#: drafter by name (core/drafters.py ``block_problem``'s ``default_only``).
+NEXT_DRAFTER = ("next has no --drafter: its query and candidates draft with the model's "
+                "default drafter")
+
+
 def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
             hint: str = CONFIGURATION_FLAGS, acceptance: bool = True,
             query: str | None = None) -> Question:
@@ -683,7 +689,8 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                               engine=engine, method=config["method"], block=config["block"],
                               budget=config["budget"], verify_tokens=config["verify_tokens"],
                               context_tokens=context, model=flags.model,
-                              kv_cache=flags.kv_cache, drafter=flags.drafter)
+                              kv_cache=flags.kv_cache, drafter=flags.drafter,
+                              default_only=None if query is None else NEXT_DRAFTER)
         if flags.drafter is not None:
             sc = with_drafter(fit, sc, flags.drafter, prefix)
             if request is None and acceptance and not drafter_acceptance(fit, sc):

@@ -751,11 +751,12 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
                      block: int | None, budget: int | None, verify_tokens: int | None,
                      context_tokens: float | None, model: str | None = None,
                      concurrency: int = 1, kv_cache: str | None = None,
-                     drafter: str | None = None) -> Scenario:
+                     drafter: str | None = None, default_only: str | None = None) -> Scenario:
     """Fill in defaults (model, GPU count, verify tokens, context) and check the fit can answer.
     ``kv_cache``: the deployment's KV-cache dtype (``--kv-cache``; :attr:`Scenario.kv_cache`).
     ``drafter``: the ``--drafter`` asked (:func:`with_drafter` sets its card), whose trained
-    block, not the default card's, bounds the block (:func:`trained_block_of`).
+    block, not the default card's, bounds the block (:func:`trained_block_of`);
+    ``default_only``: why the asking command cannot name one (its refusal's fix, there).
 
     A system without measurements is answered by hardware transfer (see
     :func:`transferred_parameters`) when its GPU is in the fit's hardware table and the
@@ -813,7 +814,8 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
                          fix="give the number of streams decoded together, e.g. 1,4,8")
     # a block above the one the model's drafter was trained at is refused; with no block
     # given, that block bounds what a step emits (core/drafters.py trained_block)
-    trained = trained_block_of(draws, model, method, block, drafter)
+    trained = trained_block_of(draws, model, method, block, drafter,
+                               default_only=None if drafter is not None else default_only)
     limit = accept_limit(draws, method, block, budget, int(verify_tokens), trained)
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
                     float(context_tokens), measured, model, multi, limit, int(concurrency),

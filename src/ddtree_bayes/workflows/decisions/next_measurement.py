@@ -44,7 +44,13 @@ from ddtree_bayes.core.row_notes import FLAG_COLUMNS, step_reach
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.ceiling import balanced_read, routing_row
 from ddtree_bayes.engine.posterior import Fit
-from ddtree_bayes.engine.question import AcceptSource, Flags, question_default, resolve
+from ddtree_bayes.engine.question import (
+    NEXT_DRAFTER,
+    AcceptSource,
+    Flags,
+    question_default,
+    resolve,
+)
 from ddtree_bayes.engine.scenario import drafter_cards
 from ddtree_bayes.engine.structure import run_sd
 from ddtree_bayes.engine.target_models import resolve_model, row_pair
@@ -330,7 +336,8 @@ def make_candidate(draws: Fit, query: Query | None, why: str, accept: float | No
     inherited = {"model": None if q is None else q.model, "verify_tokens": None,
                  "concurrency": 1 if q is None else q.concurrency}
     kw = {**inherited, **{k: v for k, v in given.items() if v is not None or k not in inherited}}
-    sc = P.resolve_scenario(draws, kv_cache=None if q is None else q.kv_cache, **kw)
+    sc = P.resolve_scenario(draws, kv_cache=None if q is None else q.kv_cache,
+                            default_only=NEXT_DRAFTER, **kw)
     note = None if q is not None and sc.pair == q.pair else transfer_note(draws, sc)
     if note is not None:
         why = f"{why} ({note})"

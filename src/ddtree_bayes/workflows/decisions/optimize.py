@@ -62,6 +62,11 @@ from ddtree_bayes.workflows.decisions.common import (
     shared_step,
 )
 
+#: Why optimize's refusal of a block above the drafter's trained one cannot ask for a
+#: drafter by name (core/drafters.py ``block_problem``'s ``default_only``).
+OPTIMIZE_DRAFTER = ("optimize has no --drafter: it asks the model's default drafter, or the "
+                    "one an --acceptance-file's rows name")
+
 
 # ------------------------------------------------------------------ decision arithmetic
 def budget_decision(tok: np.ndarray) -> dict[str, np.ndarray]:
@@ -366,7 +371,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                                     method=method, block=block, budget=b, verify_tokens=None,
                                     context_tokens=ctx, model=model,
                                     concurrency=concurrency, kv_cache=kv_cache,
-                                    drafter=named)
+                                    drafter=named, default_only=OPTIMIZE_DRAFTER)
                  for b in budgets]
     if any(sc.verify_tokens != b + 1 for sc, b in zip(scenarios, budgets, strict=True)):
         raise QueryError(f"{method} is not a tree method: its verify tokens do not follow "
