@@ -2894,6 +2894,65 @@ def test_a_gguf_card_reads_its_context_length(tmp_path, gguf_file, quick_hash):
     assert d.card["max_context_tokens"] == "131072" and d.facts["max_context_tokens"] == 131072
 
 
+@pytest.mark.parametrize("value, why", [
+    (0, "is 0: a model takes a context of at least 1 token"),
+    (-5, "is -5: a model takes a context of at least 1 token"),
+    ("131072", "is '131072', not a whole number of tokens"),
+    (1e9, "is 1000000000.0, not a whole number of tokens"),
+    (1_000_000_000, "is 1000000000, above 16777216 (2 ** 24) tokens, longer than any model's "
+                    "context (the longest a public card declares: Llama 4 Scout's 10485760)"),
+    (16_777_217, "is 16777217, above 16777216 (2 ** 24) tokens, longer than any model's "
+                 "context (the longest a public card declares: Llama 4 Scout's 10485760)")])
+def test_a_context_length_no_model_has_is_refused(tmp_path, value, why):
+    """card add read a max_position_embeddings of 0, a string or 1e9 as no length at all (the
+    card had no longest context, so predict never warned past it), and 1,000,000,000 as a
+    context of a billion tokens, exit 0. A whole number from 1 to 2 ** 24 = 16,777,216 is
+    taken (Llama 4 Scout's 10,485,760, the longest a public model card declares, and 1.6x
+    headroom); anything else is one line naming the file and key, exit 2, nothing written."""
+    cfg = json.loads((FIX / "qwen3-30b-a3b" / "config.json").read_text())
+    cfg["max_position_embeddings"] = 10_485_760
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert derive_path(tmp_path / "config.json").facts["max_context_tokens"] == 10_485_760
+    cfg["max_position_embeddings"] = value
+    path = tmp_path / "bad" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cfg))
+    code, out, err = cli(tmp_path, "--hf-config", str(path), "--name", "q30")
+    assert (code, out) == (2, "")
+    assert err == (f"ddtree-bayes: error: {path}: 'max_position_embeddings' {why} (fix: pass "
+                   "the model's own config.json)\n")
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_yarn_length_no_model_has_is_refused(tmp_path):
+    """A YaRN factor of 1000 stretches 32768 to 32,768,000 tokens, above 2 ** 24: refused by
+    the same rule as max_position_embeddings, naming the scaling."""
+    cfg = json.loads((FIX / "qwen3-30b-a3b" / "config.json").read_text())
+    cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 1000.0,
+                           "original_max_position_embeddings": 32768}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(InputError) as err:
+        derive_path(tmp_path / "config.json")
+    assert str(err.value).startswith(
+        f"{tmp_path / 'config.json'}: 'rope_scaling yarn original_max_position_embeddings x "
+        "factor' is 32768000, above 16777216 (2 ** 24) tokens")
+
+
+@pytest.mark.parametrize("value, why", [
+    (0, "is 0: a model takes a context of at least 1 token"),
+    (1_000_000_000, "is 1000000000, above 16777216 (2 ** 24) tokens, longer than any model's "
+                    "context (the longest a public card declares: Llama 4 Scout's 10485760)")])
+def test_a_gguf_context_length_no_model_has_is_refused(tmp_path, value, why):
+    """The GGUF path had the same hole: llama.context_length 0 made a card row of 0 (refused
+    later by models.csv's reader, naming models.csv), 1,000,000,000 a card of a billion
+    tokens."""
+    path = gguf_fixture.write(tmp_path / "m.gguf", extra={"llama.context_length": value})
+    with pytest.raises(InputError) as err:
+        card_files.derive_from_gguf(path)
+    assert str(err.value) == (f"{path}: 'llama.context_length' {why} (fix: pass the model's "
+                              "own GGUF file)")
+
+
 def test_a_card_name_in_capitals_is_refused_not_passed_over():
     """A walkthrough: `Kimi-K2.6` in models.csv was read as a card of another model, so the
     measurements' kimi-k2.6 had none; `fit` used a proxy card with one stderr note and the

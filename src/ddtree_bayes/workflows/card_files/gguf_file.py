@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.workflows.card_files.hf_config import describe_window, sliding_kinds
-from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
+from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor, card_context
 
 BLOCK = re.compile(r"blk\.(\d+)\.(.+)")
 #: One tensor per expert (``blk.N.ffn_gate.E``), as GGUF files stored experts before llama.cpp
@@ -161,7 +161,9 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                        shared_experts=int(key("{arch}.expert_shared_count") or 0),
                        tied_embeddings=not any(t.kind == "lm_head" for t in tensors),
                        mtp_layers=nextn,
-                       max_context_tokens=_int(key("{arch}.context_length")),
+                       max_context_tokens=card_context(
+                           key("{arch}.context_length"), f"{arch}.context_length", str(path),
+                           "pass the model's own GGUF file"),
                        intermediate_size=_int(key("{arch}.expert_feed_forward_length")
                                               or key("{arch}.feed_forward_length")))
     shape.recurrent_layers = len({i for i in hybrid_layers if i < layers})

@@ -23,7 +23,7 @@ import math
 from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError
-from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
+from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor, card_context
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3"}
 QWEN_MOE = {"qwen2_moe", "qwen3_moe"}
@@ -425,7 +425,8 @@ def longest_context(cfg: dict, where: str = "config.json") -> tuple[int | None, 
     >>> longest_context({"max_position_embeddings": 131072})
     (131072, None)
     """
-    given = _positive_int(cfg.get("max_position_embeddings"))
+    given = card_context(cfg.get("max_position_embeddings"), "max_position_embeddings", where,
+                         "pass the model's own config.json")
     rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
     if not isinstance(rope, dict) or (rope.get("rope_type") or rope.get("type")) != "yarn":
         return given, None
@@ -441,7 +442,9 @@ def longest_context(cfg: dict, where: str = "config.json") -> tuple[int | None, 
     original = _positive_int(original)
     if original is None or factor is None or factor <= 1:
         return given, None
-    scaled = int(original * factor)
+    scaled = card_context(int(original * factor), f"{key} yarn original_max_position_embeddings "
+                          "x factor", where, "pass the model's own config.json")
+    assert scaled is not None
     if given is not None and scaled <= given:
         return given, None
     return scaled, (f"max_context_tokens {scaled} = rope_scaling yarn "
