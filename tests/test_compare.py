@@ -220,6 +220,42 @@ def test_model_average_mixes_only_fits_of_the_same_priors(tmp_path, monkeypatch)
                               "with NUTS)")
 
 
+def test_the_latest_fit_of_a_form_is_the_last_created_not_the_last_file_name(tmp_path,
+                                                                             monkeypatch):
+    """--model-average and compare took the last file of each form in name order:
+    backup.nc (a copy of the 10:00 power fit, so that fit's metadata) sorts after every
+    dated id, and X-2.nc (a second fit stamped the same second as X) sorts before X.nc
+    ("-" is below "."). The latest is now the fit's own created_utc, then the same-second
+    suffix as a number (X, X-2, X-9, X-10), then the id and file name: here the power fit
+    created at 12:00 with suffix -10."""
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.compare import latest_per_form
+
+    def fit(fit_id, form, created):
+        return NS(meta={"fit_id": fit_id, "converged": True, "data": {"sha256": "d"},
+                        "priors": {"sha256": "p"}, "created_utc": created,
+                        "model": {"moe_form": form, "step_form": "structured"}})
+
+    noon, ten = "2026-12-07T12:00:00+00:00", "2026-12-07T10:00:00+00:00"
+    old = fit("20261207T100000Z-aaaaaaaa", "power", ten)
+    files = {"20261207T100000Z-aaaaaaaa": old, "backup": old,
+             "20261207T090000Z-cccccccc": fit("20261207T090000Z-cccccccc", "linear",
+                                              "2026-12-07T09:00:00+00:00")}
+    for suffix in ("", "-2", "-9", "-10"):
+        files[f"20261207T120000Z-bbbbbbbb{suffix}"] = fit(f"20261207T120000Z-bbbbbbbb{suffix}",
+                                                          "power", noon)
+    (tmp_path / "models" / "fits").mkdir(parents=True)
+    for name in files:
+        (tmp_path / "models" / "fits" / f"{name}.nc").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(store, "load_fit", lambda path: files[path.stem])
+    anchor = files["20261207T090000Z-cccccccc"]
+    assert [d.meta["fit_id"] for d in latest_per_form(anchor)] == [
+        "20261207T090000Z-cccccccc", "20261207T120000Z-bbbbbbbb-10"]
+
+
 def test_compare_se_is_each_fits_psis_loo_se_whatever_the_weights():
     """Under the default bb-pseudo-bma weights arviz-stats puts the Bayesian bootstrap's sd of
     elpd in "se": `compare` printed se 1.57 for the bundled fit whose report (and `compare

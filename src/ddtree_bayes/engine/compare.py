@@ -201,7 +201,7 @@ def latest_per_form(anchor: Fit, flag: str = "--model-average",
                          f"refit): {flag} weighs fits by PSIS-LOO, which needs NUTS draws",
                          fix="`ddtree-bayes update --refit` samples the same data with NUTS")
     fits_dir = store.fits_dir(paths.models_dir(workdir))
-    best: dict[str, Fit] = {}
+    found: list[tuple[tuple, Fit]] = []
     for path in sorted(fits_dir.glob("*.nc")):
         try:
             d = store.load_fit(path)
@@ -211,7 +211,11 @@ def latest_per_form(anchor: Fit, flag: str = "--model-average",
             continue
         if d.meta["converged"] and all(d.meta[k]["sha256"] == anchor.meta[k]["sha256"]
                                        for k in ("data", "priors")):
-            best[form_label(d.meta)] = d  # sorted by id = by time: the last wins
+            found.append((store.fit_order(d.meta.get("created_utc"), d.meta["fit_id"],
+                                          path.name), d))
+    best: dict[str, Fit] = {}
+    for _, d in sorted(found, key=lambda pair: pair[0]):   # oldest first: the latest wins
+        best[form_label(d.meta)] = d
     if anchor.meta["converged"]:   # the fit asked for (--fit) stands for its own form
         best[form_label(anchor.meta)] = anchor
     if len(best) < 2:

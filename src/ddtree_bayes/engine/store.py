@@ -39,8 +39,8 @@ PRIORS_ATTR = "ddtree_bayes_priors_toml"
 HARDWARE_ATTR = "ddtree_bayes_hardware_csv"
 LATEST = "latest.json"
 #: A fit id as ``fit`` makes them (engine.inference.new_fit_id): ``<UTC time>-<hash>``, with
-#: ``-<n>`` when two fits share both.
-FIT_ID_RE = re.compile(r"[0-9]{8}T[0-9]{6}Z-[A-Za-z0-9]+(?:-[0-9]+)?")
+#: ``-<n>`` when two fits share both (groups: the time and hash; n, for :func:`fit_order`).
+FIT_ID_RE = re.compile(r"([0-9]{8}T[0-9]{6}Z-[A-Za-z0-9]+)(?:-([0-9]+))?")
 
 
 def fits_dir(models: Path) -> Path:
@@ -1132,6 +1132,23 @@ def _check_gates(meta: dict, path: Path, draws: _Draws | None = None, *,
         raise ArtifactError(f"{path}: its metadata says converged, but {source} "
                             f"{'; '.join(failures)} (an edited fit) (fix: re-run "
                             "`ddtree-bayes fit`, or pass --fit to use another fit)")
+
+
+def fit_order(created_utc: str | None, fit_id: str, name: str = "") -> tuple[str, str, int, str, str]:
+    """Where a fit stands among the saved fits, oldest first: the creation time its metadata
+    records (``created_utc``), then a same-second id's suffix as a number (X, X-2, X-9, X-10),
+    then its id and file ``name``. The one order of "latest" (``history``, ``compare``,
+    ``--model-average``): file names sorted ``backup.nc`` (a copy of an older fit) after every
+    dated id, and X-2.nc before X.nc.
+
+    >>> at = "2026-12-07T12:00:00+00:00"
+    >>> ids = ["20261207T120000Z-b1-10", "20261207T120000Z-b1", "20261207T120000Z-b1-2"]
+    >>> sorted(ids, key=lambda i: fit_order(at, i))
+    ['20261207T120000Z-b1', '20261207T120000Z-b1-2', '20261207T120000Z-b1-10']
+    """
+    parts = FIT_ID_RE.fullmatch(fit_id)
+    base, n = (parts.group(1), int(parts.group(2) or 1)) if parts else (fit_id, 1)
+    return (created_utc or "", base, n, fit_id, name)
 
 
 def fit_files(models: Path) -> list[Path]:

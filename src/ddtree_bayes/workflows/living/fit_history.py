@@ -151,7 +151,8 @@ def list_fits(models: Path) -> list[dict]:
             "update": meta.get("update"), "made_by": meta.get("made_by"),
             "reweight": meta.get("reweight"), "form": form_label(meta),
             "latest": path.stem == latest})
-    out.sort(key=lambda r: (r["created_utc"] or _id_time(str(r["fit_id"])), r["fit_id"]))
+    out.sort(key=lambda r: store.fit_order(str(r["created_utc"] or _id_time(str(r["fit_id"]))),
+                                           str(r["fit_id"]), Path(str(r["path"])).name))
     return out
 
 
