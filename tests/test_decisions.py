@@ -404,7 +404,8 @@ def test_optimize_flags_extrapolation():
                      budgets=BUDGETS)
     # the largest measured verify tokens on b300x8 is 9 (DDTree block 8, budget 8)
     assert out["max_measured_verify_tokens"] == {"system": 9, "any_system": 9,
-                                                 "transferred_from": None}
+                                                 "transferred_from": None,
+                                                 "pair_roofline": None}
     assert [r["extrapolated"] for r in out["rows"]] == [False, True, True, True, True]
     # the acceptance curve is anchored from its reference budget (16) up
     assert [r["accept_extrapolated"] for r in out["rows"]] == [True, False, False, False, False]
@@ -445,7 +446,8 @@ def test_optimize_extrapolation_counts_only_the_rows_the_fit_learned_from():
     draws.meta["held_out_rows"] = [3]
     out = D.optimize(draws, curve_of(), hardware="b300", engine="sglang", budgets=(8, 16))
     assert out["max_measured_verify_tokens"] == {"system": 1, "any_system": 4,
-                                                 "transferred_from": None}
+                                                 "transferred_from": None,
+                                                 "pair_roofline": None}
     assert [r["extrapolated"] for r in out["rows"]] == [True, True]
 
 
@@ -474,13 +476,15 @@ def test_optimize_flags_an_unmeasured_systems_budgets_past_the_system_it_is_tran
                      budgets=(2, 3, 4, 8))
     assert out["max_measured_verify_tokens"] == {
         "system": None, "any_system": 9,
-        "transferred_from": {"system": "rtx-pro-6000x8", "tokens": 4}}
+        "transferred_from": {"system": "rtx-pro-6000x8", "tokens": 4},
+        "pair_roofline": None}
     assert [r["extrapolated"] for r in out["rows"]] == [False, False, True, True]
     # a measured system is bounded by its own rows, as before
     own = D.optimize(draws, curve_of(), hardware="rtx-pro-6000", engine="sglang",
                      budgets=(2, 3, 4, 8))
     assert own["max_measured_verify_tokens"] == {"system": 4, "any_system": 9,
-                                                 "transferred_from": None}
+                                                 "transferred_from": None,
+                                                 "pair_roofline": None}
     assert [r["extrapolated"] for r in own["rows"]] == [False, False, True, True]
     # the table's footnote names the system the step is transferred from and its 4 tokens
     work = make_point_mass_workdir(tmp_path / "w")
@@ -579,8 +583,49 @@ def test_optimize_warns_of_a_pair_roofline_answers_budgets_past_every_measured_p
         + ROOF_MOST + ": there the step's growth with M is the roofline's (compute knee, and "
         "for an MoE the distinct experts read): partly prior-driven"]
     assert [r["budget"] for r in out["rows"] if r["extrapolated"]] == [16]
-    assert out["max_measured_verify_tokens"] == {"system": None, "any_system": 9,
-                                                 "transferred_from": None}
+    assert out["max_measured_verify_tokens"] == {
+        "system": None, "any_system": 9, "transferred_from": None,
+        "pair_roofline": {"pairs": 2, "tokens": 9, "on": "kimi-k2.6@b300x8"}}
+
+
+def test_optimize_footnote_of_a_pair_roofline_names_the_pairs_that_bound_it(tmp_path):
+    """A pair a fit of several models answers from the pair roofline is bounded by the most
+    C x M of the pairs the roofline was learned from (rows_behind), but the table's footnote
+    named every row's ("measured on any system is 9"). With kimi-k2.6@b300x8 held out (a
+    validation fold's bookkeeping, its rows left in), the roofline is learned from
+    llama-3.1-8b-instruct@h100x1 alone, whose AR rows verified 1 token a step: budgets 8 and 16
+    (M = 9, 17) are both past it, and the footnote said 9 beside budget 8's M = 9. It now
+    reads the same record as the bound: 1, on llama-3.1-8b-instruct@h100x1."""
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+    from test_cli_support import make_point_mass_workdir, run_cli, write_point_mass_fit
+    from test_json_schemas import validate_output
+
+    draws = multi_model_draws()
+    draws.meta["held_out_systems"] = ["kimi-k2.6@b300x8"]
+    ask = ("--model", "llama-3.1-8b-instruct", "--hardware", "l40s", "--gpus", "1",
+           "--engine", "vllm", "--budgets", "8,16")
+    out = D.optimize(draws, curve_of(), model="llama-3.1-8b-instruct", hardware="l40s",
+                     gpus=1, engine="vllm", budgets=(8, 16))
+    assert [r["budget"] for r in out["rows"] if r["extrapolated"]] == [8, 16]
+    assert out["max_measured_verify_tokens"] == {
+        "system": None, "any_system": 9, "transferred_from": None,
+        "pair_roofline": {"pairs": 1, "tokens": 1, "on": "llama-3.1-8b-instruct@h100x1"}}
+    work = make_point_mass_workdir(tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    data.write_text(MULTI_DATA)
+    write_point_mass_fit(work / "models", data, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv", draws=draws)
+    code, text, err = run_cli(work, "optimize", *ask)
+    assert code == 0, err
+    line = next(ln for ln in text.splitlines() if ln.startswith("step: "))
+    assert line.startswith(
+        "step: extrapolated beyond the measured C x M for budgets 8, 16: "
+        "llama-3.1-8b-instruct@l40sx1 has no measurements; its step is from the pair roofline, "
+        "learned from 1 measured pair, where the most tokens verified per step (C x M) "
+        "measured is 1, on llama-3.1-8b-instruct@h100x1 (9 on any system); ")
+    code, text, err = run_cli(work, "optimize", *ask, "--format", "json")
+    assert code == 0, err
+    validate_output("optimize", json.loads(text))
 
 
 def test_optimize_refuses_a_curve_for_another_drafter():

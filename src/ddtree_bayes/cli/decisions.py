@@ -157,6 +157,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                       f"{ref['system']}, where the most tokens verified per step (C x M) "
                       f"measured is {ref['tokens']} ({m['any_system']} on any system)"
                  if ref is not None
+                 else f"{sc['system']} has no measurements; its step is from the pair "
+                      f"roofline, learned from {roof['pairs']} measured "
+                      f"pair{'s' * (roof['pairs'] != 1)}, where the most tokens verified per "
+                      f"step (C x M) measured is {roof['tokens']}, on {roof['on']} "
+                      f"({m['any_system']} on any system)"
+                 if (roof := m["pair_roofline"]) is not None
                  else f"{sc['system']} has no measurements and the most tokens verified per "
                       f"step (C x M) measured on any system is {m['any_system']}")
         print(f"step: extrapolated beyond the measured C x M for budgets "

@@ -498,7 +498,12 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
             "max_measured_verify_tokens": {
                 "system": sys_max, "any_system": all_max,
                 "transferred_from": (None if ref is None
-                                     else {"system": ref, "tokens": behind.max_tokens})},
+                                     else {"system": ref, "tokens": behind.max_tokens}),
+                # (the pairs the roofline was learned from bound it: the footnote says so)
+                "pair_roofline": (None if not behind.pair_roofline or behind.max_tokens is None
+                                  else {"pairs": len(behind.learned_from),
+                                        "tokens": behind.max_tokens,
+                                        "on": behind.max_tokens_on})},
             "rows": rows, "recommended": budgets[best], "default_scenario": asked,
             "warnings": notes}
 
