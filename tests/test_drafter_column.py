@@ -672,7 +672,8 @@ def test_whether_a_drafter_is_the_default_is_decided_once_by_the_fit(tmp_path, m
     draws = _two_drafters_fit()
     plain = _ask(draws).asked[0].scenario
     named = _ask(draws, drafter="test/k25-head").asked[0].scenario
-    assert named.drafter is not None and named.drafter.default   # (the card here says so)
+    # (the card the fit stored prices it, not the one here: named_drafter)
+    assert named.drafter is not None and not named.drafter.default
     assert named.drafter_named == "test/k25-head"   # (the fit's rows say not)
     assert scenario_key(named) != scenario_key(plain)
     # the fit's own default card, named, is still the plain question
@@ -988,3 +989,60 @@ def test_from_smallest_corpus_reads_the_workdirs_drafter_cards(tmp_path, monkeyp
     with pytest.raises(SystemExit):
         FS.from_smallest([sweep], workdir=work, corpus=corpus, progress=False)
     assert tasks and {t[0].sweep for t in tasks} == {"llamacpp-mtp-qwen38-27b-rtx5090"}
+
+
+def test_a_named_drafter_is_priced_with_the_card_the_fit_stored(tmp_path, monkeypatch):
+    """A drafter card the fit stored and data/drafters.csv now gives otherwise (5 layers
+    stored, 10 here) was looked up three ways: a row's drafter column (update's scoring) took
+    the stored card, `predict --drafter` and optimize's acceptance-file rows the card here
+    (card_named takes the last of stored + here). A saved fit answers with the cards it was
+    fitted with, as it does for model cards and the default drafter (its learned multiple of
+    the drafter's roofline is of the stored card): all three take the stored card, and the
+    card here only for a name the fit did not store. A data/drafters.csv that does not load
+    was refused by --drafter but read as the built-in table by optimize's rows: one error."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+
+    import numpy as np
+
+    from ddtree_bayes.core.drafters import load_drafter_cards
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.engine import scenario as S
+    from ddtree_bayes.workflows.decisions.acceptance_curve import AcceptanceRows
+    from ddtree_bayes.workflows.decisions.optimize import rows_card
+    from test_structure_model import structured_point_mass
+
+    head = bundled("drafters.csv").read_text().splitlines()[0]
+    row = "test/k26-block,kimi-k2.6,ddtree,dflash_block,5,,,5.2,5.2,1,yes,yes,,2,,me,,,no"
+    (card,) = load_drafter_cards("d.csv", f"{head}\n{row}\n")
+    draws = structured_point_mass()
+    draws.meta["model"].update({"target_model": "kimi-k2.6", "drafter_cards": [
+        {**dataclasses.asdict(card), "methods": list(card.methods)}]})
+    (tmp_path / "data").mkdir()
+    here = tmp_path / "data" / "drafters.csv"
+    here.write_text(f"{head}\n{row.replace(',5,,,5.2,5.2,', ',10,,,10.4,10.4,')}\n")
+    monkeypatch.chdir(tmp_path)
+    sc = S.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=None)
+    found = AcceptanceRows(np.array([32]), np.array([9.0]), "kimi-k2.6", "test/k26-block", 2)
+
+    def layers():
+        return [S.with_drafter(draws, sc, "test/k26-block").drafter.layers,
+                S.with_row_drafter(draws, sc, NS(drafter="test/k26-block")).drafter.layers,
+                rows_card(draws, found, "ddtree", "kimi-k2.6")[0].layers]
+
+    assert layers() == [5, 5, 5]   # (was [10, 5, 10])
+    (line,) = S.drafter_card_changes(draws, [("kimi-k2.6", "ddtree")], tmp_path,
+                                     drafter="test/k26-block")
+    assert ("this answer prices --drafter test/k26-block with its card as fit point-mass "
+            "stored it; re-run") in line
+    draws.meta["model"]["drafter_cards"] = []   # a card added since the fit: the one here
+    assert layers() == [10, 10, 10]
+    here.write_text("drafter,target_model\nx,\n")
+    errors = []
+    for ask in (lambda: S.with_drafter(draws, sc, "test/k26-block"),
+                lambda: rows_card(draws, found, "ddtree", "kimi-k2.6")):
+        with pytest.raises(InputError) as err:
+            ask()
+        errors.append(str(err.value))
+    assert errors[0] == errors[1] and "drafters.csv" in errors[0]

@@ -468,8 +468,10 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     if drafter is not None:
         who = (f"--drafter {drafter}" if named_by is None else
                f"the drafter {drafter} that {named_by} name")
-        line += (f"this answer prices {who} with its card here, at the multiple "
-                 "of its roofline the fit learned with the cards it stored; ")
+        line += (f"this answer prices {who} with its card as fit {fit_id} stored it; "
+                 if any(d["drafter"] == drafter for d in model["drafter_cards"]) else
+                 f"this answer prices {who} with its card here, at the multiple "
+                 "of its roofline the fit learned with the cards it stored; ")   # (named_drafter)
     elif asked is not None:
         m, method = next((m, method) for m, method in sorted(pairs)
                          if any(_bears(m, method, *serves[n]) for n in names))
@@ -518,9 +520,24 @@ def drafter_cards(draws: Fit, here: bool = True) -> tuple:
 
     cards = stored_cards(draws.meta["model"].get("drafter_cards", ()))
     try:
-        return cards + (here_drafters(draws) if here else drafter_table())
+        more = here_drafters(draws) if here else drafter_table()
     except InputError:
-        return cards + drafter_table()
+        more = drafter_table()
+    # (a name the fit stored is its stored card, as named_drafter looks it up)
+    return cards + tuple(c for c in more if c.drafter not in {s.drafter for s in cards})
+
+
+def named_drafter(draws: Fit, name: str) -> DrafterCard | None:
+    """The drafter card called ``name`` that an answer of ``draws`` prices with, wherever it
+    is named (``predict --drafter``, a row's ``drafter`` column, an acceptance file's): the
+    card the fit stored, the one it was fitted with (its learned multiple of the drafter's
+    roofline is of that card, as its answers use its stored model cards); else the card here
+    (built in, overlaid by ``data/drafters.csv``: one added since the fit; a file that does
+    not load raises, naming it). None: no card has the name."""
+    from ddtree_bayes.core.drafters import card_named, stored_cards
+
+    stored = stored_cards(draws.meta["model"].get("drafter_cards", ()))
+    return card_named(stored, name) or card_named(here_drafters(draws), name)
 
 
 def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str | None:
@@ -1407,12 +1424,13 @@ def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, 
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
 
 
-def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scenario:
-    """``sc`` asked with the drafter card ``name`` (``predict --drafter``): looked up in the
-    working directory's drafter cards over the built-in ones (core/drafters.py
-    ``drafter_table``: a card added after the fit counts), then the fit's own; it must serve
-    the scenario's method for its target model, in a fit of the structured step (whose
-    drafter passes cost a multiple of their roofline)."""
+def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "",
+                 card: DrafterCard | None = None) -> Scenario:
+    """``sc`` asked with the drafter card ``name`` (``predict --drafter``): the fit's stored
+    card of that name, else the one here (:func:`named_drafter`: a card added after the fit
+    counts); ``card``: that card as the caller looked it up (optimize's acceptance-file rows),
+    not looked up again. It must serve the scenario's method for its target model, in a fit
+    of the structured step (whose drafter passes cost a multiple of their roofline)."""
     from ddtree_bayes.core.drafters import serves, stored_cards
 
     model = draws.meta["model"]
@@ -1423,11 +1441,11 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
         raise QueryError(prefix + "--drafter needs a fit of the structured step (its drafter "
                          "passes are priced from their roofline)",
                          fix="refit with --step-form structured")
-    cards = {c.drafter: c for c in stored_cards(model.get("drafter_cards", ()))}
-    cards |= {c.drafter: c for c in here_drafters(draws)}
-    card = cards.get(name)
+    card = card if card is not None else named_drafter(draws, name)
     target = sc.model or model["card"]["model"]
     if card is None:
+        cards = {c.drafter: c for c in stored_cards(model.get("drafter_cards", ()))}
+        cards |= {c.drafter: c for c in here_drafters(draws)}
         fits = sorted(c.drafter for c in cards.values()
                       if serves(c, target, sc.method))
         # card add makes EAGLE-3 heads' cards and separate draft models' (--target) and a
@@ -1483,13 +1501,10 @@ def with_row_drafter(draws: Fit, sc: Scenario, m) -> Scenario:
     :func:`row_scenario` asks it); ``sc`` itself for a row that names none, and in a fit that
     stores no drafter cards (the fraction form prices no drafter pass, and ``--drafter`` is
     refused there)."""
-    from ddtree_bayes.core.drafters import card_named, stored_cards
-
     model = draws.meta["model"]
     if m.drafter is None or "drafter_cards" not in model:   # (a fit pricing no drafter pass)
         return sc
-    card = (card_named(stored_cards(model["drafter_cards"]), m.drafter)
-            or card_named(here_drafters(draws), m.drafter))
+    card = named_drafter(draws, m.drafter)
     return sc if card is None else dataclasses.replace(
         sc, drafter=card, drafter_named=drafter_asked(draws, sc.model, sc.method, m.drafter))
 

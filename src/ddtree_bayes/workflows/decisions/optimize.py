@@ -14,7 +14,7 @@ import numpy as np
 
 from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import DEFAULT_SEED
-from ddtree_bayes.core.drafters import DrafterCard, card_named, serves
+from ddtree_bayes.core.drafters import DrafterCard, serves
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.ceiling import (
@@ -37,6 +37,7 @@ from ddtree_bayes.engine.scenario import (
     layer_split_warning,
     max_context_warning,
     memory_warnings,
+    named_drafter,
     priced_target,
     tensor_parallel_warning,
 )
@@ -388,7 +389,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         # model's rows' own drafter (another model's rows are used, and warned of), said too
         if named is not None:
             drafter = named
-            scenarios = [drafted(draws, sc, drafter, acceptance_file, found.drafter_row)
+            scenarios = [drafted(draws, sc, drafter, acceptance_file, found.drafter_row, card)
                          for sc in scenarios]
         else:
             unpriced = [unpriced_drafter_note(draws, scenarios[0], found.drafter,
@@ -517,7 +518,7 @@ def rows_card(draws: Fit, found: AcceptanceRows | None, method: str, target: str
     neither."""
     if found is None or found.drafter is None:
         return None, False
-    card = card_named(drafter_cards(draws), found.drafter)
+    card = named_drafter(draws, found.drafter)   # (priced with it: drafted)
     other = (card is not None and target is not None and serves(card, found.model, method)
              and not serves(card, target, method))
     return card, other
@@ -543,17 +544,18 @@ def rows_block_check(draws: Fit, found: AcceptanceRows, path: str | Path, method
                         column="block", fix=err.fix) from None
 
 
-def drafted(draws: Fit, sc: P.Scenario, name: str, path: str | Path, row: int | None
-            ) -> P.Scenario:
+def drafted(draws: Fit, sc: P.Scenario, name: str, path: str | Path, row: int | None,
+            card: DrafterCard | None = None) -> P.Scenario:
     """``sc`` priced with the drafter card ``name`` that an acceptance file's rows name
-    (:func:`~ddtree_bayes.engine.scenario.with_drafter`, as ``predict --drafter``); a name it
+    (:func:`~ddtree_bayes.engine.scenario.with_drafter`, as ``predict --drafter``; ``card``:
+    the one :func:`rows_card` found, not looked up again); a name it
     refuses (no such card, one of another method or target, a fit of the fraction step) is a
     :class:`DataError` naming the file's first row of it and its drafter column."""
     from ddtree_bayes.core.errors import without_fix
     from ddtree_bayes.engine.scenario import with_drafter
 
     try:
-        return with_drafter(draws, sc, name)
+        return with_drafter(draws, sc, name, card=card)
     except QueryError as err:
         raise DataError(without_fix(err).removeprefix("--drafter: ").replace(
             "--drafter needs", f"drafter {name!r} needs"), file=str(path), row=row,
