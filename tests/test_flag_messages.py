@@ -92,3 +92,35 @@ def test_predict_optimize_and_next_take_one_pair_of_fit_checks():
         got = {a.dest: (a.option_strings, a.help) for a in sub.choices[name]._actions
                if a.dest in want}
         assert got == want, name
+
+
+def test_keep_ar_with_sbc_names_sbc_and_a_structure_given_twice_is_run_once(tmp_path,
+                                                                             monkeypatch):
+    """`validate --group pair --keep-ar --sbc 3` was refused with "--keep-ar goes with
+    --group pair", which the command already said: the conflict is --sbc (and --extrapolate).
+    `--structures structured,structured` fitted the structured extrapolation twice; a list
+    flag's repeated item is one item, as --concurrency/--budgets/--test-concurrency read it
+    (cli/args.py int_list: `--test-concurrency 8,8` is [8])."""
+    from ddtree_bayes.cli.main import build_parser
+    from ddtree_bayes.workflows import extrapolation as X
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    for other, shown in (("--sbc 3", "--sbc"), ("--extrapolate", "--extrapolate")):
+        code, out, err = run_cli(work, "validate", "--group", "pair", "--keep-ar",
+                                 *other.split())
+        assert (code, out) == (2, "")
+        assert err == (f"ddtree-bayes: error: --keep-ar and {shown} are two different checks "
+                       "(fix: run them one at a time)\n")
+    code, _, err = run_cli(work, "validate", "--group", "model", "--keep-ar")
+    assert code == 2 and "--keep-ar goes with --group pair" in err
+    assert build_parser().parse_args(["validate", "--test-concurrency", "8,8"]
+                                     ).test_concurrency == [8]
+    seen = []
+
+    def extrapolate(files, priors, *, structures, **kw):
+        seen.append(structures)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(X, "extrapolate", extrapolate)
+    run_cli(work, "validate", "--extrapolate", "--structures", "structured,fraction,structured")
+    assert seen == [("structured", "fraction")]

@@ -81,7 +81,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.scheduler and args.jobs != 1:   # (the cluster's workers run the folds: it was dropped)
         raise QueryError(f"--jobs {args.jobs} does not apply with --scheduler: the cluster's "
                          "workers run the folds", fix="drop --jobs, or drop --scheduler")
-    if args.keep_ar and (args.group != "pair" or args.extrapolate or args.sbc is not None):
+    if args.keep_ar and (args.extrapolate or args.sbc is not None):   # (the conflict named)
+        raise QueryError(f"--keep-ar and {'--sbc' if args.sbc is not None else '--extrapolate'} "
+                         "are two different checks", fix="run them one at a time")
+    if args.keep_ar and args.group != "pair":
         raise QueryError("--keep-ar goes with --group pair (each pair's AR rows kept, its "
                          "speculative rows held out)",
                          fix="use validate --group pair --keep-ar")
@@ -257,7 +260,8 @@ def _validate_extrapolate(args: argparse.Namespace) -> int:
     given = args.structures
     if given is None:
         given = "structured" if args.from_smallest else "structured,fraction"
-    structures = tuple(s.strip() for s in given.split(",") if s.strip())
+    # (an item given twice is one, as int_list reads --test-concurrency 8,8: it was run twice)
+    structures = tuple(dict.fromkeys(s.strip() for s in given.split(",") if s.strip()))
     unknown = [s for s in structures if s not in X.STRUCTURES]
     if unknown or not structures:
         raise QueryError(f"--structures {given!r}: unknown structure",
