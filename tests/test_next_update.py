@@ -445,3 +445,17 @@ def test_next_json_carries_the_query_itself_line(tmp_path, monkeypatch):
     code, text, err = run_cli(work, *argv[:-2])
     assert code == 0 and f"{last['query_itself']['note']}." in text.splitlines(), err
 
+
+
+def test_a_reduction_that_rounds_to_no_percent_keeps_a_decimal():
+    """`next` printed a reduction of -1.0 tok/s of a 446 tok/s width as "-1.0 (-0%)": a
+    widening of 1.0 / 446 = 0.224%. Where the whole percent rounds to 0 the cell keeps one
+    decimal, "(-0.2%)"; whole percents and an exact 0 read as before."""
+    from ddtree_bayes.cli.decisions import reduction_cell
+
+    assert reduction_cell(-1.0, -1.0 / 446) == "-1.0 (-0.2%)"
+    assert reduction_cell(1.0, 1.0 / 446) == "1.0 (0.2%)"
+    assert reduction_cell(120.4, 120.4 / 446) == "120 (27%)"
+    assert reduction_cell(0.0, 0.0) == "0 (0%)"
+    assert reduction_cell(2.2, 2.2 / 446) == "2.2 (0.5%)"   # (0.49%: whole, "0")
+    assert reduction_cell(-0.1, -0.1 / 446) == "-0.1 (-0.02%)"

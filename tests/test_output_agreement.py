@@ -400,6 +400,8 @@ NEXT = [
 
 @pytest.mark.parametrize("flags", NEXT, ids=" ".join)
 def test_next_forms_agree(work, flags):
+    from ddtree_bayes.cli.decisions import reduction_cell
+
     table, err, out, _, printed = forms(work, "next", *flags)
     validate_output("next", out)
     assert out["warnings"] == printed
@@ -430,8 +432,7 @@ def test_next_forms_agree(work, flags):
         assert cell["why"] == r["why"]
         assert cell[f"E[{label}% width]"] == (f"{n_text(r['expected_width'])} +- "
                                               f"{n_text(r['width_se'])}")
-        assert cell["reduction"] == (f"{n_text(r['reduction'])} "
-                                     f"({100 * r['reduction_rel']:.0f}%)")
+        assert cell["reduction"] == reduction_cell(r["reduction"], r["reduction_rel"])
         assert cell["ESS"] == f"{r['ess_median']:.0f}"
         if r["unreliable"]:
             assert cell["note"].startswith("unreliable")

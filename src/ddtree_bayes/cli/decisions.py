@@ -178,6 +178,20 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def reduction_cell(reduction: float, relative: float) -> str:
+    """next's reduction cell: tok/s (:func:`_n`) and the share of the width now, a whole
+    percent, or one decimal where that rounds to 0 (-1.0 of 446 read "-1.0 (-0%)").
+
+    >>> reduction_cell(120.4, 0.27), reduction_cell(-1.0, -1.0 / 446)
+    ('120 (27%)', '-1.0 (-0.2%)')
+    """
+    pct = 100 * relative
+    shown = f"{pct:.0f}"
+    if shown in ("0", "-0") and pct:   # (one significant digit below 0.05%: not "-0.0%")
+        shown = f"{pct:.1f}" if abs(pct) >= 0.05 else f"{pct:.1g}"
+    return f"{_n(reduction)} ({shown}%)"
+
+
 def _n(x: float) -> str:
     """tok/s with one decimal below 100 (narrow intervals), whole numbers above, and two
     significant digits below 1 (as predict's cells: 0.008 read "0.0").
@@ -278,7 +292,7 @@ def cmd_next(args: argparse.Namespace) -> int:
     for i, r in enumerate(out["rows"], start=1):
         body.append([str(i), r["candidate"], r["why"],
                      f"{_n(r['expected_width'])} +- {_n(r['width_se'])}",
-                     f"{_n(r['reduction'])} ({100 * r['reduction_rel']:.0f}%)",
+                     reduction_cell(r["reduction"], r["reduction_rel"]),
                      f"{r['ess_median']:.0f}", next_note(r, out["min_ess"])])
     print(aligned_table(headers, body, left=3, text_last=True))
     reasons: dict[str, list[str]] = {}   # candidates nobody can measure, by why
