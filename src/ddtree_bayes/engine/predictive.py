@@ -1011,9 +1011,41 @@ def seed_step_ms(table: list[dict[str, str]], sc: Scenario) -> float | None:
     ``gpus`` column), a context beyond 0, or another drafter (``--drafter``, or a block or
     budget other than a row's: a block-8 tree of budget 32 verifies the 33 tokens of the
     block-16 estimate, and was shown it)."""
-    if sc.context_tokens or sc.drafter is not None:
+    rows = seed_rows(table, sc)
+    if not rows:
         return None
-    steps = []
+    return float(np.mean([float(r["accept_len"]) / float(r["tok_s"]) * 1000.0 for r in rows]))
+
+
+def original_tok_s(table: list[dict[str, str]], sc: Scenario, accept: float) -> float | None:
+    """The original estimate of ``sc`` at acceptance ``accept`` (tok/s; None where the seed
+    table does not answer, :func:`seed_step_ms`): the table's own figure where it has a row of
+    this configuration at this acceptance, else ``accept`` / its step. The quoted figures are
+    rounded (570 tok/s at 12, 765 at 16: 21.05 and 20.92 ms a step), so accept / the mean step
+    printed 572 where the table says 570; every reader (predict's rows, the report's fan) asks
+    here.
+
+    >>> table = load_seed_table()
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> sc = resolve_scenario(point_mass_draws(), hardware="b300", gpus=8, engine="sglang",
+    ...                       method="ddtree", block=16, budget=32, verify_tokens=None,
+    ...                       context_tokens=0)
+    >>> original_tok_s(table, sc, 12.0), round(original_tok_s(table, sc, 14.0), 1)
+    (570.0, 667.2)
+    """
+    own = [float(r["tok_s"]) for r in seed_rows(table, sc) if float(r["accept_len"]) == accept]
+    if own:
+        return float(np.mean(own))
+    step = seed_step_ms(table, sc)
+    return None if step is None else accept / step * 1000.0
+
+
+def seed_rows(table: list[dict[str, str]], sc: Scenario) -> list[dict[str, str]]:
+    """The seed table's 'deterministic estimate' rows of ``sc`` (:func:`seed_step_ms` says
+    which answer it)."""
+    if sc.context_tokens or sc.drafter is not None:
+        return []
+    found = []
     for row in table:
         if sc.model is not None and (row.get("model") or SEED_MODEL) != sc.model:
             continue
@@ -1025,8 +1057,8 @@ def seed_step_ms(table: list[dict[str, str]], sc: Scenario) -> float | None:
         if (row["kind"] == "deterministic estimate" and row["hardware"] == sc.hardware
                 and row["engine"] == sc.engine and row["method"] == sc.method
                 and row["verify_tokens"] == str(sc.verify_tokens)):
-            steps.append(float(row["accept_len"]) / float(row["tok_s"]) * 1000.0)
-    return float(np.mean(steps)) if steps else None
+            found.append(row)
+    return found
 
 
 #: The decimals of a probability that label and key its interval (``lo90``, "90% interval").
@@ -1220,7 +1252,6 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
         priced = pass_drafter(fit, sc)
         cap = ceiling_row(per_token, read_ceiling(fit, sc))
         routing = routing_row(per_token, balanced_read(fit, sc))
-        seed_step = seed_step_ms(seed_table, sc) if sc.concurrency == 1 else None
         for source in asked.accept:
             a, dist = acceptance_draws(fit, source, keyed_rng(seed, repr(source)), mixture)
             why = sc.limit.out_of_range(float(np.min(a)), float(np.max(a)))   # (ar: 1 .. 1)
@@ -1244,7 +1275,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                     row["p_faster_than_ar"] = (
                         p_faster_than_ar(fit, sc, a, versus_ar_rng(seed, sc, source))
                         if mixture is None else mixture_p_faster(mixture, sc, source, seed))
-            seed_tok = None if seed_step is None else a_mean / seed_step * 1000
+            seed_tok = original_tok_s(seed_table, sc, a_mean) if sc.concurrency == 1 else None
             row["original"] = seed_tok
             row["original_lo"] = None if seed_tok is None else seed_tok * (1 - SEED_BAND)
             row["original_hi"] = None if seed_tok is None else seed_tok * (1 + SEED_BAND)

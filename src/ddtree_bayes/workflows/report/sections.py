@@ -119,7 +119,8 @@ def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuest
         engines[sc.engine] = {
             "scenario": sc.describe(), "measured": bool(sc.measured),
             "quantiles": [quantiles5(a * per_token) for a in grid],
-            "original": None if seed_step is None else [a / seed_step * 1000 for a in grid],
+            "original": None if seed_step is None else [P.original_tok_s(seed_table, sc, a)
+                                                         for a in grid],
             "original_points": [{"accept": float(r["accept_len"]), "tok_s": float(r["tok_s"])}
                                 for r in seed_table if seed_step is not None
                                 and r["kind"] == "deterministic estimate"
