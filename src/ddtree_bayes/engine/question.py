@@ -301,7 +301,12 @@ def question_default(fit: Fit, flags: Flags) -> tuple[DefaultQuestion, bool]:
     narrowed to the method and engines asked; :func:`~ddtree_bayes.core.default_question.
     system_default`) come before any other system's: ``--hardware rtx-3090 --gpus 2 --method
     mtp`` took llama.cpp from the model's most-measured system, where the 3090s measured
-    vLLM. Else :func:`default_question`."""
+    vLLM. The default question's own system is such a system too when another method is
+    asked: ``--hardware h100 --gpus 1 --method mtp`` was refused ("cannot tell how many
+    tokens mtp verifies") where H100 was the model's most-measured system, and answered from
+    its own mtp rows where another was (and ``next``, whose simulated row made the asked
+    system the most-measured, refused a query ``predict`` answered). Else
+    :func:`default_question`."""
     from ddtree_bayes.core.default_question import system_default
     from ddtree_bayes.engine import target_models
 
@@ -313,8 +318,10 @@ def question_default(fit: Fit, flags: Flags) -> tuple[DefaultQuestion, bool]:
     counts = sorted({g for m, hw, g in map(split_label, fit.measured_systems)
                      if hw == flags.hardware and (not multi or m == model)})
     gpus = flags.gpus if flags.gpus is not None else counts[0] if len(counts) == 1 else None
-    if gpus is None or gpus not in counts or (flags.hardware, gpus) == (d.hardware, d.gpus):
+    if gpus is None or gpus not in counts:
         return d, False
+    if (flags.hardware, gpus) == (d.hardware, d.gpus) and flags.method in (None, d.method):
+        return d, False   # (the default is this system's own, of the method asked)
     own = system_default(fit.measurements.rows, flags.hardware, gpus, d,
                          model if multi else None, method=flags.method,
                          engines=flags.engines or (), methods=fit.methods)
