@@ -10,10 +10,23 @@ the seed estimate table's own figure where the configuration and acceptance are 
 
 from __future__ import annotations
 
-import pytest
+import csv
+import io
+import json
+import shutil
+import warnings
+from pathlib import Path
 
+import pytest
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
+
+from ddtree_bayes import api
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.testing import point_mass_draws
+from test_cli_support import run_cli
+from test_json_schemas import validate_output
+from test_output_agreement import span, table_of, tok
 
 # ---------------------------------------------------------------- the original +-30% column
 #: data/seed_estimates.csv's deterministic rows (B300 x8, DDTree block 16 budget 32, M = 33):
@@ -38,6 +51,158 @@ def test_original_column_quotes_the_seed_table_at_its_own_rows():
     assert got[("sglang", 14.0)]["original"] == pytest.approx(14 / step * 1000)
     native_step = (12 / 815 + 16 / 1090) / 2 * 1000
     assert got[("native", 14.0)]["original"] == pytest.approx(14 / native_step * 1000)
+
+
+# ---------------------------------------------------------------- every path, one fit
+# A real fit of the bundled data (the session's ``fitted_workdir``, copied: ``track add``
+# writes models/tracked.json); configurations generated within its range.
+HARDWARE = ("b300", "rtx-pro-6000", "h100")   # (h100: never measured, transferred)
+
+
+@st.composite
+def configurations(draw) -> dict:
+    """One configuration as predict's flags: hardware, engine, method and its shape, an
+    acceptance (a value, a range, or none: the prior or measured one), a context and a C."""
+    method = draw(st.sampled_from(["ddtree", "ddtree", "eagle3", "ar"]))
+    q: dict = {"hardware": draw(st.sampled_from(HARDWARE)),
+               "engine": draw(st.sampled_from(["sglang", "vllm", "native"])), "method": method}
+    top = 1.0
+    if method == "ddtree":
+        q["block"], q["budget"] = draw(st.sampled_from([8, 16])), draw(st.sampled_from(
+            [4, 8, 16, 32, 64]))
+        top = float(min(q["block"], q["budget"] + 1))
+    elif method == "eagle3":
+        q["block"] = draw(st.integers(1, 3))
+        top = q["block"] + 1.0
+    if method != "ar":
+        kind = draw(st.sampled_from(["value", "range", "none"]))
+        ends = sorted(round(draw(st.floats(1.0, top)), 2) for _ in range(2))
+        if kind == "value":
+            q["accept"] = f"{ends[1]:g}"
+        elif kind == "range" and ends[0] < ends[1]:
+            q["accept"] = f"{ends[0]:g}:{ends[1]:g}"
+    q["context"] = draw(st.sampled_from([0, 0, 4096, 32768, 131072]))
+    q["concurrency"] = draw(st.sampled_from([2, 4, 16]))
+    return q
+
+
+def flags_of(q: dict, *, streams: bool = False) -> list[str]:
+    argv = [f"--{k}={v}" for k, v in q.items() if k != "concurrency"]
+    return argv + ([f"--concurrency=1,{q['concurrency']}"] if streams else [])
+
+
+def json_rows(work: Path, *argv: str) -> list[dict]:
+    code, out, err = run_cli(work, *argv, "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output(argv[0], payload)
+    return payload["rows"] if argv[0] == "predict" else payload
+
+
+NUMBERS = ("median", "lo50", "hi50", "lo90", "hi90")
+
+
+def ordered(row: dict) -> bool:
+    return row["lo90"] <= row["lo50"] <= row["median"] <= row["hi50"] <= row["hi90"]
+
+
+@pytest.fixture(scope="module")
+def asked(fitted_workdir, tmp_path_factory) -> Path:
+    work, _ = fitted_workdir
+    copy = tmp_path_factory.mktemp("one_question") / "work"
+    shutil.copytree(work, copy)
+    return copy
+
+
+HEADLINE = {"hardware": "b300", "engine": "sglang", "method": "ddtree", "block": 16,
+            "budget": 32, "accept": "12", "context": 0, "concurrency": 4}
+
+
+@pytest.mark.nuts
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@example(q=HEADLINE)
+@example(q={**HEADLINE, "engine": "native", "accept": "12:16"})
+@example(q={"hardware": "rtx-pro-6000", "engine": "vllm", "method": "eagle3", "block": 3,
+            "context": 131072, "concurrency": 2})   # its measured acceptance
+@given(q=configurations())
+def test_one_configuration_one_number_through_every_path(asked, q):
+    """predict's table, JSON, CSV, --explain, --concurrency 1,C; next --query (its now, at C);
+    track add (its now); api.predict: the same median and intervals, to the digit where both
+    carry all of them and to the printed precision where one is a table."""
+    work = asked
+    code, out, err = run_cli(work, "predict", *flags_of(q), "--format", "json")
+    assume(code == 0)   # (a configuration predict refuses: one line, exit 2, elsewhere)
+    rows = json.loads(out)["rows"]
+    assert rows and all(ordered(r) for r in rows)
+
+    # the table and the CSV carry the JSON's numbers
+    code, table, err = run_cli(work, "predict", *flags_of(q))
+    assert code == 0, err
+    cells = table_of(table, "engine")
+    assert len(cells) == len(rows)
+    for r, c in zip(rows, cells, strict=True):
+        assert (c["median"], c["50% interval"], c["90% interval"]) == (
+            tok(r["median"]), span(r["lo50"], r["hi50"]), span(r["lo90"], r["hi90"]))
+        assert c["original +-30%"] == ("-" if r["original"] is None else
+                                       f"{r['original']:.0f} ({r['original_lo']:.0f}-"
+                                       f"{r['original_hi']:.0f})")
+    code, out, err = run_cli(work, "predict", *flags_of(q), "--format", "csv")
+    assert code == 0, err
+    for r, c in zip(rows, csv.DictReader(io.StringIO(out)), strict=True):
+        assert all(float(c[k]) == r[k] for k in NUMBERS)
+        assert (c["original"] or None) == (None if r["original"] is None
+                                           else repr(r["original"]))
+
+    # the original estimate: the seed table's figure at its own rows
+    for r in rows:
+        seed = SEED_ROWS.get((r["engine"], r["accept"]))
+        if (r["hardware"], r["gpus"], r["method"], r["block"], r["budget"],
+                r["context_tokens"]) == ("b300", 8, "ddtree", 16, 32, 0) and seed is not None:
+            assert r["original"] == seed
+
+    # --explain splits the same draws
+    explained = json_rows(work, "predict", *flags_of(q), "--explain")
+    assert [[e[k] for k in NUMBERS] for e in explained] == [[r[k] for k in NUMBERS]
+                                                            for r in rows]
+
+    # the Python API
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frame = api.predict(api.load(workdir=work), workdir=work, hardware=q["hardware"],
+                            engine=q["engine"], method=q["method"], block=q.get("block"),
+                            budget=q.get("budget"), accept=q.get("accept"),
+                            context=q["context"])
+    assert frame[list(NUMBERS)].to_numpy().tolist() == [[r[k] for k in NUMBERS] for r in rows]
+
+    # --concurrency 1,C: C = 1 is the plain answer; total = C x per user, draw by draw
+    streams = json_rows(work, "predict", *flags_of(q, streams=True))
+    c = q["concurrency"]
+    one = [s for s in streams if s["concurrency"] == 1]
+    at_c = [s for s in streams if s["concurrency"] == c]
+    assert [[s[k] for k in NUMBERS] for s in one] == [[r[k] for k in NUMBERS] for r in rows]
+    for s in at_c:
+        assert ordered(s) and ordered(s["total"])
+        for k in NUMBERS:
+            assert s["total"][k] == pytest.approx(c * s[k], rel=1e-12)
+        assert 0.0 <= s.get("p_faster_than_ar", 0.0) <= 1.0
+
+    # next --query (one engine, one acceptance: a range's Uniform row) at C
+    answer = at_c[-1]
+    code, out, err = run_cli(work, "next", "--query",
+                             " ".join(flags_of(q) + [f"--concurrency={c}"]), "--k", "2",
+                             "--format", "json")
+    assert code == 0, err
+    now = json.loads(out)["query"]
+    assert (now["median"], now["lo"], now["hi"]) == (answer["median"], answer["lo90"],
+                                                     answer["hi90"])
+
+    # track add: its "now" is predict's (one stream), then removed again
+    added = json_rows(work, "track", "add", *flags_of(q))
+    assert [(t["median"], t["lo90"], t["hi90"]) for t in added["now"]["rows"]] == [
+        (r["median"], r["lo90"], r["hi90"]) for r in rows]
+    code, _, err = run_cli(work, "track", "remove", added["query"]["name"])
+    assert code == 0, err
 
 
 # ---------------------------------------------------------------- the asked system's own rows
