@@ -39,7 +39,7 @@ from ddtree_bayes.engine.fitting import FitInputs
 from ddtree_bayes.workflows import card_files
 from ddtree_bayes.workflows.card_files.hf_config import read_config, shape_from_config
 from ddtree_bayes.workflows.card_files.quant import scheme_from_config, weight_bytes
-from test_cli_support import run_cli
+from test_cli_support import copy_bundled_data, run_cli
 from test_json_schemas import validate_output
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "cards"
@@ -2951,6 +2951,54 @@ def test_a_gguf_context_length_no_model_has_is_refused(tmp_path, value, why):
         card_files.derive_from_gguf(path)
     assert str(err.value) == (f"{path}: 'llama.context_length' {why} (fix: pass the model's "
                               "own GGUF file)")
+
+
+@pytest.mark.parametrize("cell, why", [
+    ("0", "is 0: a model takes a context of at least 1 token"),
+    ("-5", "is -5: a model takes a context of at least 1 token"),
+    ("1000000000", "is 1000000000, above 16777216 (2 ** 24) tokens, longer than any model's "
+                   "context (the longest a public card declares: Llama 4 Scout's 10485760)"),
+    ("1e9", "is 1000000000, above 16777216 (2 ** 24) tokens, longer than any model's "
+            "context (the longest a public card declares: Llama 4 Scout's 10485760)"),
+    ("16777217", "is 16777217, above 16777216 (2 ** 24) tokens, longer than any model's "
+                 "context (the longest a public card declares: Llama 4 Scout's 10485760)")])
+def test_a_hand_written_context_no_model_has_is_refused_by_models_csv(tmp_path, cell, why):
+    """data/models.csv's max_context_tokens had only a "> 0" check: a hand-written
+    1000000000 (or 1e9) was read as a billion-token context, where `card add` refuses any
+    length above 2 ** 24 = 16,777,216 from a config.json or GGUF file. The reader applies the
+    same rule (core/model_cards.py card_context), naming file, row and column; 2 ** 24 itself
+    and a blank (the card does not say) are kept."""
+    assert load_model_cards(_mixtral_csv(tmp_path, max_context_tokens="16777216"))[
+        "mixtral-8x7b-instruct"].max_context_tokens == 2 ** 24
+    assert load_model_cards(_mixtral_csv(tmp_path, max_context_tokens=""))[
+        "mixtral-8x7b-instruct"].max_context_tokens is None
+    path = _mixtral_csv(tmp_path, max_context_tokens=cell)
+    with pytest.raises(DataError) as err:
+        load_model_cards(path)
+    assert str(err.value) == (
+        f"{path}, row 2, column 'max_context_tokens': 'max_context_tokens' {why} (fix: write "
+        "the model's longest context in tokens (its config.json's max_position_embeddings), "
+        "or leave it blank)")
+
+
+def test_a_hand_written_context_no_model_has_stops_fit_in_one_line(tmp_path):
+    """The same card in a working folder's data/models.csv: fit exits 2 with the one line
+    (file, row, column, fix) before sampling, and writes nothing."""
+    work = copy_bundled_data(tmp_path / "w")
+    models = work / "data" / "models.csv"
+    rows = list(csv.DictReader(io.StringIO(bundled("models.csv").read_text())))
+    row = next(i for i, r in enumerate(rows, start=2) if r["model"] == "kimi-k2.6")
+    rows[row - 2]["max_context_tokens"] = "1000000000"
+    with open(models, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    code, out, err = run_cli(work, "fit")
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith(f"ddtree-bayes: error: {models}, row {row}, column "
+                          "'max_context_tokens': 'max_context_tokens' is 1000000000, above "
+                          "16777216 (2 ** 24) tokens"), err
+    assert not (work / "models").exists()
 
 
 def test_a_card_name_in_capitals_is_refused_not_passed_over():

@@ -9,6 +9,7 @@ numpy and the standard library only; every error names the file, row and column.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from ddtree_bayes.core.data import (
     parse_number,
     read_records,
 )
-from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.errors import DataError, InputError
 from ddtree_bayes.core.pairs import LEAST_BITS_PER_WEIGHT, LEAST_QUANTISATION
 from ddtree_bayes.core.tensor_cores import (  # noqa: F401  (re-exported)
     COMPUTE_CAPABILITY_RE,
@@ -77,6 +78,54 @@ KV_CACHE_BITS = {"bf16": 16.0, "fp16": 16.0, "fp8": 8.0, "q8_0": 8.5, "q4_0": 4.
 KV_BITS_RANGE = (3.0, 32.0)
 #: The bits a card's ``kv_bytes_per_token`` is taken at when its ``kv_cache_bits`` is blank (bf16).
 KV_CARD_BITS_ASSUMED = 16.0
+
+
+#: The longest context a card takes: 2 ** 24 = 16,777,216 tokens. The longest any public model
+#: card declares is Llama 4 Scout's 10,485,760 (max_position_embeddings, "10M"): this leaves it
+#: 1.6x headroom and refuses a billion-token typo, which left predict silent.
+MAX_CARD_CONTEXT = 2 ** 24
+#: What a bad ``max_context_tokens`` cell of a models.csv row is told to write.
+CONTEXT_FIX = ("write the model's longest context in tokens (its config.json's "
+               "max_position_embeddings), or leave it blank")
+
+
+def card_context(value, key: str, where: str, fix: str, *, row: int | None = None
+                 ) -> int | None:
+    """A card's longest context, ``max_context_tokens``, as a file gives it (``key``:
+    ``max_position_embeddings``, ``<arch>.context_length``, or a models.csv ``row``'s
+    ``max_context_tokens`` column): None when the file does not say; a whole number from 1 to
+    :data:`MAX_CARD_CONTEXT`, else one line naming ``where`` and ``key`` (and the row and
+    column: a :class:`DataError`). The one rule `card add` (config.json and GGUF files) and the
+    models.csv reader apply: 0, a string or 1e9 were read as "does not say", so predict never
+    warned past the model's context, and a hand-written 1000000000 as a billion tokens.
+
+    >>> card_context(131072, "max_position_embeddings", "c.json", "f"), card_context(
+    ...     None, "k", "c.json", "f")
+    (131072, None)
+    >>> try:
+    ...     card_context("8k", "max_position_embeddings", "c.json", "pass its own")
+    ... except InputError as err:
+    ...     print(err)
+    c.json: 'max_position_embeddings' is '8k', not a whole number of tokens (fix: pass its own)
+    """
+    if value is None:
+        return None
+    try:
+        tokens = operator.index(value) if not isinstance(value, bool) else None
+    except TypeError:
+        tokens = None
+    if tokens is None:
+        why = f"is {value!r}, not a whole number of tokens"
+    elif tokens < 1:
+        why = f"is {tokens}: a model takes a context of at least 1 token"
+    elif tokens > MAX_CARD_CONTEXT:
+        why = (f"is {tokens}, above {MAX_CARD_CONTEXT} (2 ** 24) tokens, longer than any "
+               "model's context (the longest a public card declares: Llama 4 Scout's 10485760)")
+    else:
+        return int(tokens)
+    if row is None:
+        raise InputError(f"{key!r} {why}", file=where, fix=fix)
+    raise DataError(f"{key!r} {why}", file=where, row=row, column=key, fix=fix)
 
 
 def kv_dtype_text(dtype: str, card_bits: float | None) -> str:
@@ -640,15 +689,26 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             hidden_size=None if "hidden_size" not in raw else _optional_int(hidden),
             kv_bytes_per_token=kv_bytes,
             file_bytes_per_weight=file_bpw, **window,
-            max_context_tokens=_optional_int(num("max_context_tokens", integer=True,
-                                                 required=False)
-                                             if raw.get("max_context_tokens") else None),
+            max_context_tokens=_max_context(raw, path, i),
             kv_cache_bits=kv_bits,
             recurrent_layers=_recurrent_layers(raw, path, i, layers),
             kv_heads=(kv_heads := _kv_heads(raw, path, i)),
             q_heads=_q_heads(raw, path, i, kv_heads),
             embed_params_b=_embed_params(raw, path, i, active))
     return cards
+
+
+def _max_context(raw: dict, path: str, row: int) -> int | None:
+    """A card's ``max_context_tokens``: blank (None), or a whole number of tokens the rule of
+    :func:`card_context` takes, as `card add` takes it from a config.json or GGUF file.
+
+    >>> _max_context({"max_context_tokens": "131072"}, "m.csv", 2)
+    131072
+    """
+    value = parse_number(path, row, "max_context_tokens", raw.get("max_context_tokens", ""),
+                         integer=True)
+    return card_context(None if value is None else int(value), "max_context_tokens", path,
+                        CONTEXT_FIX, row=row)
 
 
 #: What a bad ``embed_params_b`` cell's error says to write.

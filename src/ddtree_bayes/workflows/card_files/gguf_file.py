@@ -16,8 +16,9 @@ import re
 from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.core.model_cards import card_context
 from ddtree_bayes.workflows.card_files.hf_config import describe_window, sliding_kinds
-from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor, card_context
+from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
 BLOCK = re.compile(r"blk\.(\d+)\.(.+)")
 #: One tensor per expert (``blk.N.ffn_gate.E``), as GGUF files stored experts before llama.cpp

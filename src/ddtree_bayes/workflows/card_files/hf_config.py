@@ -23,7 +23,8 @@ import math
 from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError
-from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor, card_context
+from ddtree_bayes.core.model_cards import card_context
+from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3"}
 QWEN_MOE = {"qwen2_moe", "qwen3_moe"}

@@ -9,52 +9,11 @@ token), and bytes per weight from each tensor's storage (see ``quant``).
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass, field
-
-from ddtree_bayes.core.errors import InputError
 
 #: What a tensor is, for counting and for deciding what a quantiser touches.
 KINDS = ("embedding", "lm_head", "attention", "linear_attention", "mlp", "router", "expert",
          "shared_expert", "norm", "other")
-
-#: The longest context a card takes from a file: 2 ** 24 = 16,777,216 tokens. The longest any
-#: public model card declares is Llama 4 Scout's 10,485,760 (max_position_embeddings, "10M"):
-#: this leaves it 1.6x headroom and refuses a billion-token typo, which left predict silent.
-MAX_CARD_CONTEXT = 2 ** 24
-
-
-def card_context(value, key: str, where: str, fix: str) -> int | None:
-    """A file's longest context (``key``: ``max_position_embeddings``, ``<arch>.context_length``)
-    as the card's ``max_context_tokens``: None when the file does not say; a whole number from
-    1 to :data:`MAX_CARD_CONTEXT`, else one line naming ``where`` and ``key`` (0, a string or
-    1e9 were read as "does not say", so predict never warned past the model's context).
-
-    >>> card_context(131072, "max_position_embeddings", "c.json", "f"), card_context(
-    ...     None, "k", "c.json", "f")
-    (131072, None)
-    >>> try:
-    ...     card_context("8k", "max_position_embeddings", "c.json", "pass its own")
-    ... except InputError as err:
-    ...     print(err)
-    c.json: 'max_position_embeddings' is '8k', not a whole number of tokens (fix: pass its own)
-    """
-    if value is None:
-        return None
-    try:
-        tokens = operator.index(value) if not isinstance(value, bool) else None
-    except TypeError:
-        tokens = None
-    if tokens is None:
-        why = f"is {value!r}, not a whole number of tokens"
-    elif tokens < 1:
-        why = f"is {tokens}: a model takes a context of at least 1 token"
-    elif tokens > MAX_CARD_CONTEXT:
-        why = (f"is {tokens}, above {MAX_CARD_CONTEXT} (2 ** 24) tokens, longer than any "
-               "model's context (the longest a public card declares: Llama 4 Scout's 10485760)")
-    else:
-        return int(tokens)
-    raise InputError(f"{key!r} {why}", file=where, fix=fix)
 
 
 @dataclass(frozen=True)
