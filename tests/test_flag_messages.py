@@ -124,3 +124,33 @@ def test_keep_ar_with_sbc_names_sbc_and_a_structure_given_twice_is_run_once(tmp_
     monkeypatch.setattr(X, "extrapolate", extrapolate)
     run_cli(work, "validate", "--extrapolate", "--structures", "structured,fraction,structured")
     assert seen == [("structured", "fraction")]
+
+
+def test_an_empty_item_of_structures_is_refused_not_dropped(tmp_path, monkeypatch):
+    """`validate --extrapolate --structures structured,,fraction` ran the two structures
+    without a word on the blank between, where the list flags of whole numbers (cli/args.py
+    int_list: `--test-concurrency 8,,16`) refuse it as a typo or a name lost: refused the same
+    way, by the same splitter, before anything is fitted. A spaced list and a repeated item
+    read as before."""
+    from ddtree_bayes.workflows import extrapolation as X
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    seen = []
+
+    def extrapolate(files, priors, *, structures, **kw):
+        seen.append(structures)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(X, "extrapolate", extrapolate)
+    for text in ("structured,,fraction", "structured,", ",fraction", " , "):
+        code, out, err = run_cli(work, "validate", "--extrapolate", "--structures", text)
+        assert (code, out) == (2, "")
+        assert err == (f"ddtree-bayes: error: argument --structures: {text!r} has an empty item "
+                       "(two commas in a row, or one at an end) (fix: e.g. --structures "
+                       "structured,fraction)\n"), text
+    code, _, err = run_cli(work, "validate", "--extrapolate", "--structures", "")
+    assert code == 2 and err == ("ddtree-bayes: error: argument --structures: '' names no "
+                                 "structure (fix: e.g. --structures structured,fraction)\n")
+    assert seen == []
+    run_cli(work, "validate", "--extrapolate", "--structures", "fraction, structured,fraction")
+    assert seen == [("fraction", "structured")]

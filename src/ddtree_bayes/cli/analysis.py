@@ -257,14 +257,12 @@ def _per_fold_table(res: dict) -> str:
 def _validate_extrapolate(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import extrapolation as X
 
-    given = args.structures
-    if given is None:
-        given = "structured" if args.from_smallest else "structured,fraction"
-    # (an item given twice is one, as int_list reads --test-concurrency 8,8: it was run twice)
-    structures = tuple(dict.fromkeys(s.strip() for s in given.split(",") if s.strip()))
+    # (split by args.name_list: an empty item refused, one given twice is one)
+    structures = args.structures or (("structured",) if args.from_smallest
+                                     else ("structured", "fraction"))
     unknown = [s for s in structures if s not in X.STRUCTURES]
-    if unknown or not structures:
-        raise QueryError(f"--structures {given!r}: unknown structure",
+    if unknown:
+        raise QueryError(f"--structures {','.join(structures)!r}: unknown structure",
                          fix="use a comma-separated subset of " + ",".join(X.STRUCTURES))
     files = [Path(f) for f in args.sweeps] if args.sweeps else None
     if args.concurrency:

@@ -407,6 +407,24 @@ def int_list(lo: int, hi: int, fix: str) -> Callable[[str], list[int]]:
     return parse
 
 
+def name_list(what: str, fix: str) -> Callable[[str], tuple[str, ...]]:
+    """A type= function: comma-separated names (``what`` each is), spaces around them dropped,
+    each once, no item empty, as :func:`int_list` reads numbers (``--structures
+    structured,,fraction`` ran the two without a word on the blank between). Which names are
+    known is the command's to check.
+
+    >>> name_list("structure", "e.g. a,b")("fraction, structured,fraction")
+    ('fraction', 'structured')
+    """
+    def parse(text: str) -> tuple[str, ...]:
+        if not text.strip():
+            raise _bad(text, f"names no {what}", fix)
+        return tuple(dict.fromkeys(p.strip() for p in _items(text, fix)))
+
+    parse.__name__ = f"list of {what} names"
+    return parse
+
+
 def _items(text: str, fix: str) -> list[str]:
     """The comma-separated items of a list flag, refusing an empty one (``1,,4`` answered 1 and
     4 without a word on the blank between: a typo, or a number lost)."""

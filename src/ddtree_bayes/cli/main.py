@@ -196,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--sweeps", nargs="+", metavar="CSV",
                    help="with --extrapolate: sweep files (default: data/public/*.csv; with "
                         "--concurrency data/public/conc/*.csv)")
-    v.add_argument("--structures",
+    v.add_argument("--structures", type=A.name_list(
+                       "structure", "e.g. --structures structured,fraction"),
                    help="with --extrapolate: step structures to compare (default: "
                         "structured,fraction; with --from-smallest: structured)")
     v.add_argument("--jobs", type=A.whole(1, 1024, "give worker processes, e.g. --jobs 2"),
