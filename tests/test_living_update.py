@@ -1327,19 +1327,42 @@ def test_track_add_refuses_a_tracked_query_whose_numbers_are_spelt_another_way(m
         assert code == 0, err
 
 
-def test_a_tracked_query_whose_width_falls_by_less_than_half_a_percent_reads_0():
+def test_a_tracked_query_whose_width_falls_by_less_than_half_a_percent_keeps_its_sign():
     """update and diff printed a 90% interval narrowing from 786-1068 to 785-1066 (282 ->
-    281 tok/s wide, 281 / 282 - 1 = -0.35%) as "width +0%", a fall read as a rise; diff's
-    parameter table already prints such a change as 0% (signed_percent)."""
+    281 tok/s wide, 281 / 282 - 1 = -0.355%) as "width +0%", a fall read as a rise, then as
+    "width 0%" (signed_percent), where next prints a reduction of 1.0 of 446 tok/s as
+    "(-0.2%)". One formatter (core/data.py percent_text) for all three: a change that rounds
+    to no whole percent keeps one decimal and its sign, "width -0.4%"; whole percents read
+    as before."""
     c = {"name": "q", "label": "L", "before": {"median": 925.0, "lo90": 786.0, "hi90": 1068.0},
          "after": {"median": 924.0, "lo90": 785.0, "hi90": 1066.0}}
     assert living.format_change(c) == ("q: L: 90% 786-1068 -> 785-1066 tok/s (median 925 -> "
-                                       "924, width 0%)")
-    # 282 -> 284 wide is +0.71%: +1%; 282 -> 279 is -1.06%: -1%
+                                       "924, width -0.4%)")
+    # 282 -> 283 wide is +0.355%: +0.4%; 282 -> 284 is +0.71%: +1%; 282 -> 279 -1.06%: -1%
+    assert living.format_change({**c, "after": {**c["after"], "hi90": 1068.0}}).endswith(
+        "width +0.4%)")
     assert living.format_change({**c, "after": {**c["after"], "hi90": 1069.0}}).endswith(
         "width +1%)")
     assert living.format_change({**c, "after": {**c["after"], "hi90": 1064.0}}).endswith(
         "width -1%)")
+    # the same width: an exact 0, no sign
+    assert living.format_change({**c, "after": {**c["after"], "lo90": 786.0,
+                                                "hi90": 1068.0}}).endswith("width 0%)")
+
+
+def test_one_percent_formatter_for_diff_update_and_next():
+    """diff's parameter table and update's and diff's tracked lines (a change, with its sign:
+    plus=True) and next's reduction cell (no plus) print a share by the one rule: a whole
+    percent, one decimal where that rounds to 0 (one significant digit below 0.05%), and an
+    exact 0 as "0%"."""
+    from ddtree_bayes.cli.decisions import reduction_cell
+    from ddtree_bayes.core.data import percent_text
+
+    assert [percent_text(x, plus=True) for x in (0.123, -0.6, -0.004, 0.004, 0.0, -0.0002)] == [
+        "+12%", "-60%", "-0.4%", "+0.4%", "0%", "-0.02%"]
+    assert [percent_text(x) for x in (0.27, -1.0 / 446, 1.0 / 446, 0.0)] == [
+        "27%", "-0.2%", "0.2%", "0%"]
+    assert reduction_cell(-1.0, -1.0 / 446) == f"-1.0 ({percent_text(-1.0 / 446)})"
 
 
 def test_a_reweighted_and_a_refit_update_end_alike(monkeypatch, capsys, tmp_path):

@@ -14,6 +14,7 @@ from ddtree_bayes.cli.output import (
     PROG,
     aligned_table,
     emit_json,
+    percent_text,
     print_warnings,
     tok_text,
 )
@@ -179,17 +180,15 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def reduction_cell(reduction: float, relative: float) -> str:
-    """next's reduction cell: tok/s (:func:`_n`) and the share of the width now, a whole
-    percent, or one decimal where that rounds to 0 (-1.0 of 446 read "-1.0 (-0%)").
+    """next's reduction cell: tok/s (:func:`_n`) and the share of the width now, as
+    :func:`~ddtree_bayes.core.data.percent_text` prints a share (diff's and update's changes
+    too): a whole percent, or one decimal where that rounds to 0 (-1.0 of 446 read "-1.0
+    (-0%)").
 
     >>> reduction_cell(120.4, 0.27), reduction_cell(-1.0, -1.0 / 446)
     ('120 (27%)', '-1.0 (-0.2%)')
     """
-    pct = 100 * relative
-    shown = f"{pct:.0f}"
-    if shown in ("0", "-0") and pct:   # (one significant digit below 0.05%: not "-0.0%")
-        shown = f"{pct:.1f}" if abs(pct) >= 0.05 else f"{pct:.1g}"
-    return f"{_n(reduction)} ({shown}%)"
+    return f"{_n(reduction)} ({percent_text(relative)})"
 
 
 def _n(x: float) -> str:

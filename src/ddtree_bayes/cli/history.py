@@ -10,6 +10,7 @@ from ddtree_bayes.cli.output import (
     counted,
     emit_json,
     hardware_rows,
+    percent_text,
     print_warnings,
     tok_text,
 )
@@ -248,9 +249,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if p.get("change_scale") == "absolute":
             change = f"{p['median_shift']:+.3g} abs"
         else:
-            change = "-" if mc is None else living.signed_percent(mc)
+            change = "-" if mc is None else percent_text(mc, plus=True)
         body.append([p["parameter"], ma, ia, mb, ib, change,
-                     "-" if wc is None else living.signed_percent(wc)])
+                     "-" if wc is None else percent_text(wc, plus=True)])
     print("\nposterior median and 90% interval per parameter, A -> B"
           + ("" if args.all else " (non-centred *_z auxiliaries hidden; --all shows them)") + ":")
     print(aligned_table(["parameter", "median A", "90% A", "median B", "90% B", "median change",

@@ -12,6 +12,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 from ddtree_bayes.core.data import counted as counted  # (re-exported: the CLI uses them)
+from ddtree_bayes.core.data import percent_text as percent_text
 from ddtree_bayes.core.data import tok_text as tok_text
 from ddtree_bayes.core.paths import shown
 

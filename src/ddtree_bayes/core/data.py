@@ -1544,6 +1544,28 @@ def tok_text(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 9.95 else f"{x:.2g}"
 
 
+def percent_text(share: float, *, plus: bool = False) -> str:
+    """A share (0.27 for 27%) as every table prints one: a whole percent, or one decimal where
+    that rounds to 0 (one significant digit below 0.05%: "-0.02%", not "-0.0%"), so a small
+    change keeps its sign and size ("-0%" and "+0%" read a fall as nothing or as a rise); an
+    exact 0 is "0%". ``plus``: a rise with its "+" (diff's and update's changes; next's
+    reduction, whose sign says narrower or wider, prints none).
+
+    >>> percent_text(0.27), percent_text(-1.0 / 446), percent_text(-0.004, plus=True)
+    ('27%', '-0.2%', '-0.4%')
+    >>> percent_text(0.123, plus=True), percent_text(0.0, plus=True), percent_text(-0.0002)
+    ('+12%', '0%', '-0.02%')
+    """
+    pct = 100 * share
+    if not pct:
+        return "0%"
+    sign = "+" if plus else ""
+    shown = f"{pct:{sign}.0f}"
+    if shown.lstrip("+-") == "0":
+        shown = f"{pct:{sign}.1f}" if abs(pct) >= 0.05 else f"{pct:{sign}.1g}"
+    return f"{shown}%"
+
+
 #: How long one decoding step can take (ms): longer than 0.05 ms (no LLM forward pass runs
 #: 20,000 times a second) and shorter than a minute (a step that slow is not decoding). A
 #: tok_s outside it is a unit slip (tokens per minute, a per-token latency, an overflow), and

@@ -54,7 +54,6 @@ from ddtree_bayes.workflows.living.tracking import (  # noqa: F401
     query_name,
     query_rows,
     row_label,
-    signed_percent,
     track_add,
     track_remove,
     tracked_path,

@@ -11,6 +11,7 @@ from ddtree_bayes.core.clock import utc_now
 from ddtree_bayes.core.data import (
     NAME_RE,
     not_a_name,
+    percent_text,
     plain_text,
     tok_text,
 )
@@ -581,17 +582,6 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     return out
 
 
-def signed_percent(change: float) -> str:
-    """A relative change as diff and update print it: a whole percent with its sign, and "0%"
-    (no sign) for a change that rounds to nothing, so a small fall does not read as "+0%".
-
-    >>> signed_percent(0.123), signed_percent(-0.004), signed_percent(0.004), signed_percent(-0.6)
-    ('+12%', '0%', '0%', '-60%')
-    """
-    pct = round(change * 100)
-    return "0%" if pct == 0 else f"{pct:+d}%"
-
-
 def format_change(c: dict) -> str:
     """``default: b300 x8 native ddtree b16/B32 accept 14: 90% 640-1180 -> 780-960 tok/s
     (median 890 -> 860, width -60%)``."""
@@ -602,7 +592,7 @@ def format_change(c: dict) -> str:
     text = f"{c['name']}: {c['label']}: 90% {iv(b)} -> {iv(a)} tok/s"
     if b and a:
         wb, wa = b["hi90"] - b["lo90"], a["hi90"] - a["lo90"]
-        width = signed_percent(wa / wb - 1) if wb > 0 else "n/a"
+        width = percent_text(wa / wb - 1, plus=True) if wb > 0 else "n/a"
         was = c.get("accept_before")
         changed = f"; acceptance was {was}" if was and was != c.get("accept_after") else ""
         text += (f" (median {tok_text(b['median'])} -> {tok_text(a['median'])}, width "
