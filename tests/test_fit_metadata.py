@@ -713,24 +713,32 @@ def test_a_real_fits_gates_rederived_on_read_are_its_own(fitted_workdir):
 
 
 #: Stored derived values of a real structured fit edited (each still of its type and length),
-#: and the model field the refusal names. Before, each answered other numbers, exit 0 (helper
-#: trust3, s59, a fit of the bundled data: group_varies.tree of B300's DDTree group true moved
-#: `predict --accept 14`'s 90% interval from 597-845 to 605-850; the card's params_active_b x2
-#: moved an H100 x8 transfer from 575 to 547 tok/s), or went unread by the answers checked.
+#: and what the refusal names: the first field that differs, to its key or index, with its
+#: stored and derived values (an x2 edit of the value itself reads twice or half the other).
+#: Before, each answered other numbers, exit 0 (helper trust3, s59, a fit of the bundled data:
+#: group_varies.tree of B300's DDTree group true moved `predict --accept 14`'s 90% interval
+#: from 597-845 to 605-850; the card's params_active_b x2 moved an H100 x8 transfer from 575
+#: to 547 tok/s), or went unread by the answers checked.
 DERIVED_EDITS = [
     ("group_varies", lambda m: m["model"]["group_varies"]["tree"].__setitem__(0, True),
-     "model.group_varies"),
+     "model.group_varies.tree[0] is true, not what its stored inputs and cards give (false)"),
     ("group_pass_roof_ms", lambda m: m["model"]["group_pass_roof_ms"].__setitem__(
-        0, 2 * m["model"]["group_pass_roof_ms"][0]), "model.group_pass_roof_ms"),
+        0, 2 * m["model"]["group_pass_roof_ms"][0]), "model.group_pass_roof_ms[0] is "
+     "1.0386885245901638, not what its stored inputs and cards give (0.5193442622950819)"),
     # (a card edited in a fit saved before fits recorded cards_sha256, which refuses it first:
     # test_a_fit_records_the_digest_of_its_cards)
     ("card params_active_b", lambda m: (m.pop("cards_sha256", None), m["model"]["card"].update(
-        params_active_b=2 * m["model"]["card"]["params_active_b"])), "model.group_pass_roof_ms"),
+        params_active_b=2 * m["model"]["card"]["params_active_b"])),
+     "model.group_pass_roof_ms[0] is 0.5193442622950819, not what its stored inputs and cards "
+     "give (0.5586885245901639)"),
     ("card kv_bytes_per_token", lambda m: (m.pop("cards_sha256", None), m["model"]["card"].update(
         kv_bytes_per_token=2 * m["model"]["card"]["kv_bytes_per_token"])),
-     "model.system_ctx_prior"),
+     "model.system_ctx_prior.b300x8.median is 0.34540093439999997, not what its stored inputs "
+     "and cards give (0.6908018687999999)"),
     ("system_flop_ms", lambda m: m["model"]["system_flop_ms"].update(
-        {k: 2 * v for k, v in m["model"]["system_flop_ms"].items()}), "model.system_flop_ms"),
+        {k: 2 * v for k, v in m["model"]["system_flop_ms"].items()}),
+     "model.system_flop_ms.b300x8 is 0.007111111111111111, not what its stored inputs and cards "
+     "give (0.0035555555555555553)"),
 ]
 
 
@@ -749,10 +757,8 @@ def test_a_structured_fits_derived_values_are_derived_again(fitted_workdir, tmp_
         target = copy_workdir(work, copy)
         edit_meta(copy, lambda m, edit=edit: (m.pop("derived_sha256"), edit(m)))
         for err in one_line_refusals(copy, what):
-            assert err.startswith(f"ddtree-bayes: error: {target}: its metadata's {field} is "
-                                  ), (what, err)
-            assert "not what its stored inputs and cards give" in err, (what, err)
-            assert err.endswith(f"{FIX}\n"), (what, err)
+            assert err == (f"ddtree-bayes: error: {target}: its metadata's {field}: edited, "
+                           f"or made by an older ddtree-bayes {FIX}\n"), (what, err)
     code, out, _ = call(work, "predict", "--accept", "12", "--format", "json")
     assert code == 0 and json.loads(out)["rows"] == json.loads(plain)["rows"]
 
@@ -816,12 +822,10 @@ def test_a_derived_value_an_older_version_derived_otherwise_is_not_called_an_edi
 
     edit_meta(tmp_path / "older", older)
     for err in one_line_refusals(tmp_path / "older", "older"):
-        assert err.startswith(f"ddtree-bayes: error: {target}: its metadata's model.group_varies "
-                              "is "), err
-        assert ("not what its stored inputs and cards give ({" in err
-                and err.endswith("): made by an older ddtree-bayes that derived it otherwise "
-                                 "(its derived_sha256 says the values it was fit with are "
-                                 f"intact: not an edit) {FIX}\n")), err
+        assert err == (f"ddtree-bayes: error: {target}: its metadata's model.group_varies.tree[0] "
+                       "is true, not what its stored inputs and cards give (false): made by an "
+                       "older ddtree-bayes that derived it otherwise (its derived_sha256 says the "
+                       f"values it was fit with are intact: not an edit) {FIX}\n"), err
 
 
 def test_a_derived_flag_its_stored_inputs_do_not_give_is_refused(tmp_path):
@@ -965,12 +969,23 @@ def test_derived_values_an_older_version_stored_otherwise_are_not_edits():
         else:
             group["prior_from"] = OLD_PRIOR_FROM
     store._check_derived(fit.view(meta=old))
-    for edit in (lambda g: g["prior"]["params"].update(upper=8.0),
-                 lambda g: g.update(rows=[2]), lambda g: g.update(drafter="x")):
+    group = "model.acceptance_groups['kimi-k2.6/eagle3/b3/B3 drafter lightseekorg/kimi-k2.5-"
+    for edit, differs in (
+            (lambda g: g["prior"]["params"].update(upper=8.0), "eagle3-mla'].prior.params."
+                                                               "upper is 8.0, not what its "
+                                                               "stored inputs and cards give "
+                                                               "(4.0)"),
+            (lambda g: g.update(rows=[2]), "eagle3-mla'].rows[0] is 2, not what its stored "
+                                           "inputs and cards give (12)"),
+            (lambda g: g.update(drafter="x"), "eagle3-mla'].drafter is \"x\", not what its "
+                                              "stored inputs and cards give (\"lightseekorg/"
+                                              "kimi-k2.5-eagle3-mla\")")):
         edited = json.loads(json.dumps(old))
         edit(edited["model"]["acceptance_groups"][1])
-        with pytest.raises(ArtifactError, match="its metadata's model.acceptance_groups is "):
+        with pytest.raises(ArtifactError) as err:
             store._check_derived(fit.view(meta=edited))
+        assert str(err.value) == (f"point-mass.nc: its metadata's {group}{differs}: edited, or "
+                                  f"made by an older ddtree-bayes {FIX}")
 
 
 @pytest.mark.parametrize(("rhat", "ess", "refused"), [
@@ -997,3 +1012,58 @@ def test_gates_rederived_a_rounding_apart_from_the_stored_ones_pass(monkeypatch,
         return
     with pytest.raises(ArtifactError, match="its metadata says converged, but its draws give"):
         store._check_gates(meta, "f.nc", draws)
+
+
+def test_a_value_an_older_version_derived_otherwise_names_what_differs(tmp_path):
+    """A fit an older ddtree-bayes derived otherwise was refused with the whole stored field
+    and the whole derived one as JSON cut at 60 characters ({"b300x8": {"median": 0.5,
+    "sigma": 0.8, "how": "the card's KV rea...), which hid what changed. The line names the
+    first field that differs, down to its key, and its stored and derived values; the fix
+    (re-run fit) stays. Here the point mass's context-cost prior: the card's KV read of
+    0.288 ms per 65536 tokens x ctx_read_ratio 1.2 = 0.3454 ms, stored by "an older version"
+    as 0.5 with its digest."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    _label_draws(store.resolve(work / "models"), "system", ["b300x8"], "step_ar_ms")
+    fit = store.load(workdir=work)
+    priors, structure = store.stored_structure(fit)
+    from ddtree_bayes.core import spec as S
+
+    now = json.loads(json.dumps(S.model_meta(S.build_spec(fit.measurements, priors,
+                                                          **structure), priors)))
+    derived = now["system_ctx_prior"]
+    assert derived["b300x8"]["median"] == pytest.approx(0.288 * 1.2, rel=2e-3)
+    older = {"b300x8": {**derived["b300x8"], "median": 0.5, "how": "older words"}}
+
+    def edit(meta):
+        meta["model"]["system_ctx_prior"] = older
+        meta["derived_sha256"] = {"system_ctx_prior": _derived_sha256(older)}
+
+    path = edit_meta(work, edit)
+    refused_to_answer(work, (
+        f"{path}: its metadata's model.system_ctx_prior.b300x8.median is 0.5, not what its "
+        f"stored inputs and cards give ({json.dumps(derived['b300x8']['median'])}): made by an "
+        "older ddtree-bayes that derived it otherwise (its derived_sha256 says the values it "
+        f"was fit with are intact: not an edit) {FIX}"))
+
+
+def test_the_first_difference_of_a_derived_value_is_named_to_its_key():
+    """What the refusal names: an acceptance group's prior bound 65 -> 16 (a list entry named
+    by its label), past a record's explaining words (not compared), a key one side lacks
+    (none) and a list of another length (its entries)."""
+    group = {"label": "kimi-k2.6 ddtree b16/B64", "model": "kimi-k2.6", "rows": [3, 4],
+             "prior": {"dist": "uniform", "params": {"lower": 1.0, "upper": 65.0}},
+             "prior_from": "older words"}
+    now = {**group, "prior": {"dist": "uniform", "params": {"lower": 1.0, "upper": 16.0}},
+           "prior_from": "default"}
+    first = store.first_difference
+    assert first([group], [now], "model.acceptance_groups") == (
+        "model.acceptance_groups['kimi-k2.6 ddtree b16/B64'].prior.params.upper", "65.0",
+        "16.0")
+    assert first([group], [{**group, "prior_from": "reworded"}], "g") is None
+    assert first({"a": 1, "b": [True, False]}, {"a": 1, "b": [True, True]}, "m.x") == (
+        "m.x.b[1]", "false", "true")
+    assert first({"a": 1}, {"a": 1, "b": 2}, "m") == ("m.b", "none", "2")
+    assert first({"a": 1}, {"a": 1, "b": None}, "m") is None   # (added since, null: older)
+    assert first({"a": 1, "b": 2}, {"a": 1}, "m") == ("m.b", "2", "none")
+    assert first([1, 2], [1, 2, 3], "m") == ("m", "2 entries", "3 entries")
+    assert first(1.0, 1.0 + 1e-12, "m") is None and first(1.0, 1.1, "m") == ("m", "1.0", "1.1")

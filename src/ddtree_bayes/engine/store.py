@@ -738,14 +738,18 @@ def _check_derived(fit: Fit) -> None:
                             "(fix: re-run `ddtree-bayes fit`)") from None
     now = json.loads(json.dumps(S.model_meta(spec, priors)))
     for name in DERIVED_FIELDS:   # (one the fit lacks and these inputs give: an older fit's)
-        if name in model and not (name in now and _same(model[name], now[name])):
-            gives = _one_line_json(now[name]) if name in now else "none"
+        if name not in model:
+            continue
+        differs = (first_difference(model[name], now[name], f"model.{name}") if name in now
+                   else (f"model.{name}", _one_line_json(model[name]), "none"))
+        if differs:
+            field, stored, gives = differs
             why = ("made by an older ddtree-bayes that derived it otherwise (its derived_sha256 "
                    "says the values it was fit with are intact: not an edit)"
                    if "derived_sha256" in meta else "edited, or made by an older ddtree-bayes")
-            raise ArtifactError(f"{path}: its metadata's model.{name} is "
-                                f"{_one_line_json(model[name])}, not what its stored inputs and "
-                                f"cards give ({gives}): {why} (fix: re-run `ddtree-bayes fit`)")
+            raise ArtifactError(f"{path}: its metadata's {field} is {stored}, not what its "
+                                f"stored inputs and cards give ({gives}): {why} (fix: re-run "
+                                "`ddtree-bayes fit`)")
 
 
 #: Keys of a derived record that only explain it to people (where an acceptance group's prior
@@ -754,21 +758,46 @@ def _check_derived(fit: Fit) -> None:
 EXPLAINING_KEYS = frozenset({"prior_from", "how"})
 
 
-def _same(a, b) -> bool:
-    """Equal JSON values (``a`` stored, ``b`` derived again), numbers to 1e-9 relative (a
-    derivation repeated on another machine). A record's :data:`EXPLAINING_KEYS` are not
-    compared, and a key it lacks whose derived value is null is an older version's record (an
-    acceptance group stored before groups named their drafter: none), not an edit."""
+def first_difference(a, b, where: str) -> tuple[str, str, str] | None:
+    """Where a stored derived value ``a`` and the one derived again ``b`` first differ: (the
+    field, ``where`` followed down by keys and list indices, a list entry that has a
+    ``label`` named by it; its stored value; its derived value, each as one line of JSON,
+    "none" for a key one side lacks, "N entries" for lists of two lengths), or None where they
+    agree. Numbers agree to 1e-9 relative (a derivation repeated on another machine). A
+    record's :data:`EXPLAINING_KEYS` are not compared, and a key it lacks whose derived value
+    is null is an older version's record (an acceptance group stored before groups named their
+    drafter: none), not a difference. A fit an older version derived otherwise was refused
+    with both whole fields cut at 60 characters, which hid what changed.
+
+    >>> first_difference({"tree": [True, False]}, {"tree": [True, True]}, "model.group_varies")
+    ('model.group_varies.tree[1]', 'false', 'true')
+    >>> first_difference([{"label": "g", "prior": {"upper": 65.0}, "prior_from": "x"}],
+    ...                  [{"label": "g", "prior": {"upper": 16.0}, "prior_from": "y"}], "m")
+    ("m['g'].prior.upper", '65.0', '16.0')
+    """
     if isinstance(a, dict) and isinstance(b, dict):
-        older = {k for k in b.keys() - a.keys() if b[k] is None}   # (added since, null here)
-        return (a.keys() == b.keys() - older
-                and all(_same(a[k], b[k]) for k in a if k not in EXPLAINING_KEYS))
+        for key in a:
+            if key not in b:
+                return f"{where}.{key}", _one_line_json(a[key]), "none"
+            if key not in EXPLAINING_KEYS and (
+                    differs := first_difference(a[key], b[key], f"{where}.{key}")):
+                return differs
+        added = [k for k in b if k not in a and b[k] is not None]   # (null: added since)
+        return (f"{where}.{added[0]}", "none", _one_line_json(b[added[0]])) if added else None
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            label = x.get("label") if isinstance(x, dict) and isinstance(y, dict) else None
+            named = f"{where}[{label!r}]" if isinstance(label, str) and label == y.get(
+                "label") else f"{where}[{i}]"
+            if differs := first_difference(x, y, named):
+                return differs
+        return None if len(a) == len(b) else (where, f"{len(a)} entries", f"{len(b)} entries")
     if (isinstance(a, int | float) and isinstance(b, int | float)
             and not isinstance(a, bool) and not isinstance(b, bool)):
-        return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
-    return bool(a == b)
+        same = abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+    else:
+        same = bool(a == b)
+    return None if same else (where, _one_line_json(a), _one_line_json(b))
 
 
 def _check_target_models(fit: Fit) -> None:
