@@ -79,7 +79,7 @@ def test_a_fit_that_never_measured_b300_asks_its_most_measured_system():
     assert d.engines == ("llama.cpp", "sglang")
     # the largest configuration (eagle3 block 7 is another method), and its measured median
     assert (d.block, d.budget, d.verify_tokens) == (4, 4, None)
-    assert d.accept == 3.6          # median(3.4, 3.8)
+    assert d.accept == pytest.approx(3.6, abs=1e-12)   # mean(3.4, 3.8), as predict's
     assert d.describe() == "llama.cpp,sglang mtp block 4 budget 4 on rtx-5090 x1"
     assert d.to_json()["asked"] == d.describe() and d.to_json()["gpus"] == 1
 
@@ -199,10 +199,11 @@ def test_the_default_question_keeps_its_measured_acceptance():
         data_csv=MULTI_DATA + f"{model},h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n")
     d = default_question(draws, model)
     assert d.accept == 2.79
-    # the mean of three rows, to 2 decimals, as predict's measured default: (2.1 + 2.3456 +
-    # 2.9) / 3 = 2.4485 (the median was 2.35); within [1, M]
+    # the mean of three rows, every digit, as predict's measured default: (2.1 + 2.3456 +
+    # 2.9) / 3 = 2.44853 (the median was 2.35; it was asked at 2.45, rounded); within [1, M]
     assert fit_default([row(2, "h100", "eagle3", 3, accept=a)
-                        for a in (2.1, 2.3456, 2.9)]).accept == 2.45
+                        for a in (2.1, 2.3456, 2.9)]).accept == pytest.approx(7.3456 / 3,
+                                                                              abs=1e-12)
     # of the first engine's rows when it has some, as predict's for that engine: vllm (two
     # rows) 2.1, not the three rows' median 2.2 or mean 2.4
     two = [row(2, "h100", "eagle3", 3, accept=2.0), row(3, "h100", "eagle3", 3, accept=2.2),
@@ -220,6 +221,91 @@ def test_the_default_question_keeps_its_measured_acceptance():
     assert sections.concurrency_section(draws, 1, model, d)["accept"] == 2.79
     dec = sections.decisions_section(draws, 1, model, d)   # (the next query: the same text)
     assert dec["hardware_query"] == "vllm eagle3 b4/B4 accept 2.79"   # (a chain's budget)
+
+
+def test_the_default_question_asks_its_acceptance_to_every_digit(monkeypatch):
+    """The tracked default, the report's answer line and the report's next asked a fit's own
+    default question at its acceptance rounded to 2 decimals, while predict without flags
+    took the exact mean: the bundled rows without B300 (EAGLE-3 block 3 on 8 RTX PRO 6000s
+    measured at 1.948 and 1.927) answered 123.81 tok/s at 1.94 against predict's 123.65 at
+    1.9375. Here three rows at 2.1, 2.3456 and 2.9: (2.1 + 2.3456 + 2.9) / 3 = 2.448533...,
+    which every path now asks (shown as text to 2 decimals: 2.45), so the same question
+    gives the same draws: the same median, to the last bit."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+    from ddtree_bayes.workflows.decisions import parse_query
+    from ddtree_bayes.workflows.living import tracking as T
+    from ddtree_bayes.workflows.report import sections
+    from ddtree_bayes.workflows.report.render import headline
+
+    model = "llama-3.1-8b-instruct"
+    draws = multi_model_draws().view(data_csv=MULTI_DATA + "".join(
+        f"{model},h100,1,vllm,eagle3,4,,5,{a},,225,test,\n" for a in ("2.1", "2.3456", "2.9")))
+    d = default_question(draws, model)
+    exact = 7.3456 / 3
+    assert d.accept == pytest.approx(exact, abs=1e-12) and round(d.accept, 2) != d.accept
+    # predict without flags: the measured mean
+    (asked,) = P.predict(draws, model=model, seed=1)
+    assert asked["accept_kind"] == "measured" and asked["accept_value"] == d.accept
+    median = asked["median"]
+    # the tracked default's now (update and diff ask it so)
+    (tracked,) = T.query_rows(draws, {**T.DEFAULT_QUERY, "model": model}, 1, builtin=True)
+    assert tracked["accept_value"] == d.accept
+    assert (tracked["median"], tracked["lo90"], tracked["hi90"]) == (
+        median, asked["lo90"], asked["hi90"])
+    # the report's answer line: the fan at the default's acceptance
+    fan = sections.fan_section(draws, 1, model, d)
+    assert fan["headline_accept"] == d.accept and d.accept in fan["accept"]
+    q = fan["engines"]["vllm"]["quantiles"][fan["accept"].index(d.accept)]
+    assert (q[0], q[2], q[4]) == (asked["lo90"], median, asked["hi90"])
+    text = headline({"fan": fan, "default_scenario": {**d.to_json(), "derived": True}})
+    assert f"at acceptance 2.45: vllm {median:.0f} tok/s" in text   # (shown to 2 decimals)
+    # the report's next asks it to every digit (its figures: on a real fit, below); its
+    # hardware table's text shows 2 decimals
+    dec = sections.decisions_section(draws, 1, model, d)
+    assert dec["hardware_query"] == "vllm eagle3 b4/B4 accept 2.45"
+    asked_next = []
+    monkeypatch.setattr("ddtree_bayes.workflows.decisions.parse_query",
+                        lambda fit, text: asked_next.append(text) or parse_query(fit, text))
+    sections.decisions_section(draws, 1, model, d)
+    assert asked_next == [f"--engine vllm --accept {d.accept!r} --model {model}"]
+    assert float(asked_next[0].split()[3]) == d.accept
+    # the concurrency section asks the same acceptance
+    assert sections.concurrency_section(draws, 1, model, d)["accept"] == d.accept
+
+
+def test_a_tracked_query_saved_at_the_rounded_acceptance_still_loads(tmp_path):
+    """A query tracked at the acceptance the default question was rounded to (``--accept
+    1.94`` where the rows' mean is 1.9375) loads as it was saved and is asked at 1.94, given:
+    it says so (its flags, its label), apart from the default query (the exact mean)."""
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+    from ddtree_bayes.workflows.living import tracking as T
+
+    model = "llama-3.1-8b-instruct"
+    draws = multi_model_draws().view(data_csv=MULTI_DATA + "".join(
+        f"{model},h100,1,vllm,eagle3,4,,5,{a},,225,test,\n" for a in ("1.948", "1.927")))
+    assert default_question(draws, model).accept == 1.9375
+    models = tmp_path / "models"
+    models.mkdir()
+    saved = {"model": model, "hardware": "h100", "engine": "vllm", "method": "eagle3",
+             "block": 4, "accept": "1.94"}
+    (models / T.TRACKED_FILE).write_text(json.dumps({"version": 1, "queries": [
+        {"name": "rounded", "query": saved, "added_utc": "2026-12-01T00:00:00+00:00"}]}))
+    builtin, rounded = T.load_tracked(models)
+    (default,) = T.for_models([builtin], [model])   # (the default question of Llama, not Kimi)
+    assert rounded.name == "rounded" and rounded.query["accept"] == "1.94"
+    assert T.describe_tracked(draws, rounded) == (
+        f"--hardware h100 --engine vllm --method eagle3 --block 4 --accept 1.94 --model {model}")
+    assert "--accept 1.9375 " in T.describe_tracked(draws, default)
+    out = T.compare_queries(None, draws, [default, rounded], seed=1)
+    by = {c["name"]: c for c in out}
+    assert by["rounded"]["accept_asked"] == "1.94" and by["rounded"]["label"].endswith(
+        "accept 1.94")
+    assert (by["default"]["accept_asked"], by["default"]["accept_after"]) == ("default", "1.9375")
+    assert by["default"]["label"].endswith("accept 1.9375")
+    # 1.94 / 1.9375 of the same step: the two medians differ by that ratio
+    assert by["rounded"]["after"]["median"] / by["default"]["after"]["median"] == \
+        pytest.approx(1.94 / 1.9375, rel=1e-12)
 
 
 def test_the_defaults_acceptance_is_predicts_inferred_one_before_another_systems():
@@ -250,13 +336,13 @@ def test_the_defaults_acceptance_is_predicts_inferred_one_before_another_systems
     draws.variables[AL.NAME] = np.linspace(2.0, 2.4, draws.n_draws)[:, None]   # median 2.2
     d = default_question(draws, model)
     assert (d.hardware, d.gpus, d.method, d.block) == ("h100", 1, "eagle3", 4)
-    assert d.accept == 2.2     # the inferred median, to 2 decimals (3.2 before: h100 x2's)
+    assert d.accept == pytest.approx(2.2, abs=1e-12)   # the inferred median (3.2 before: h100 x2's)
     # predict's own answer: each draw a / 9.843 ms (the step of the test above): median 223.5
     row_ = P.predict(draws, model=model, seed=1)[0]
     assert row_["accept_kind"] == "posterior" and round(row_["median"], 1) == 223.5
     fan = sections.fan_section(draws, 1, model, d)
-    assert fan["headline_accept"] == 2.2
-    at = fan["engines"]["vllm"]["quantiles"][fan["accept"].index(2.2)][2]
+    assert fan["headline_accept"] == d.accept
+    at = fan["engines"]["vllm"]["quantiles"][fan["accept"].index(d.accept)][2]
     assert at == pytest.approx(row_["median"], rel=1e-3)   # 2.2 / 9.843 ms, as predict's
     text = headline({"fan": fan, "default_scenario": {**d.to_json(), "derived": True}})
     assert f"at acceptance 2.2: vllm {at:.0f} tok/s" in text
@@ -418,7 +504,7 @@ def test_predict_asks_the_fit_its_own_question(rtx5090):
     assert (r["hardware"], r["gpus"], r["engine"], r["method"], r["block"], r["budget"],
             r["verify_tokens"]) == ("rtx-5090", 1, "llama.cpp", "mtp", 6, 6, 7)
     assert payload["default_scenario"]["asked"] == ASKED
-    assert payload["default_scenario"]["accept"] == 4.22     # the block-6 row's 4.222
+    assert payload["default_scenario"]["accept"] == 4.222    # the block-6 row's, every digit
     assert err.count("\n") == 1 and err == (
         "ddtree-bayes predict: the fit never measured b300; asking its most-measured system: "
         f"{ASKED} (pass --hardware/--method/--block/--budget to ask another)\n")
@@ -524,9 +610,9 @@ def test_report_sections_ask_the_fits_question(rtx5090):
     draws = store.load(workdir=rtx5090)
     d = default_question(draws)
     fan = sections.fan_section(draws, 1, None, d)
-    # [1, M], M = 7, and the block-6 row's measured 4.222 (to 2 decimals), the answer's
-    assert fan["accept"] == [1.0, 2.0, 3.0, 4.0, 4.22, 5.0, 6.0, 7.0]
-    assert fan["headline_accept"] == 4.22 and list(fan["engines"]) == ["llama.cpp"]
+    # [1, M], M = 7, and the block-6 row's measured 4.222 (every digit: predict's), the answer's
+    assert fan["accept"] == [1.0, 2.0, 3.0, 4.0, 4.222, 5.0, 6.0, 7.0]
+    assert fan["headline_accept"] == 4.222 and list(fan["engines"]) == ["llama.cpp"]
     assert "rtx-5090 x1, llama.cpp, mtp, block 6" in fan["engines"]["llama.cpp"]["scenario"]
     assert sorted(m["tok_s"] for m in fan["measured"]) == [74.8, 115.7, 144.4, 153.2, 156.0,
                                                             159.7, 162.1]
@@ -558,13 +644,23 @@ def test_report_says_so(rtx5090, tmp_path):
         f"shares, breakdown and decisions ask its most-measured system: {ASKED} (`ddtree-bayes "
         "predict` asks another)"]
     summary = json.loads(Path(payload["summary"]).read_text())
-    assert summary["fan"]["accept"] == [1.0, 2.0, 3.0, 4.0, 4.22, 5.0, 6.0, 7.0]
+    assert summary["fan"]["accept"] == [1.0, 2.0, 3.0, 4.0, 4.222, 5.0, 6.0, 7.0]
     assert summary["default_scenario"]["derived"] is True
     md = (Path(payload["summary"]).parent / "summary.md").read_text()
     assert "Default scenario (rtx-5090 x1, mtp, block 6, budget 6, verify 7, context 0) at " \
            "acceptance 4.22: llama.cpp" in md
     hw = summary["decisions"]
     assert hw["hardware_query"] == "llama.cpp mtp b6/B6 accept 4.22"
+    # one question, one number: predict without flags (the measured 4.222), the report's
+    # answer line and its next's current figure, to the last bit (the answer line and next
+    # asked 4.22, rounded: another number)
+    r, _, _ = predict_json(rtx5090)
+    assert r["accept"] == 4.222 == summary["fan"]["headline_accept"]
+    q = summary["fan"]["engines"]["llama.cpp"]["quantiles"][summary["fan"]["accept"].index(4.222)]
+    assert (q[0], q[2], q[4]) == (r["lo90"], r["median"], r["hi90"])
+    now = hw["next"]["query"]
+    assert (now["accept"], now["median"], now["lo"], now["hi"]) == (
+        "4.222", r["median"], r["lo90"], r["hi90"])   # (asked --accept 4.222: it was "4.22")
     assert np.isfinite([h["ddtree"][1] for h in hw["hardware"] if "ddtree" in h]).all()
 
 

@@ -524,7 +524,7 @@ def test_tracked_query_rates_below_one_keep_their_digits(tmp_path):
 
 def test_track_list_describes_the_fits_own_default_question(models_dir, tmp_path):
     """An audit: a fit of RTX PRO 6000 rows only (vLLM EAGLE-3 block 3, accept 1.948 and 1.927
-    measured) asks its own default question, vllm eagle3 at their mean 1.94 (update answered
+    measured) asks its own default question, vllm eagle3 at their mean 1.9375 (update answered
     it so), but `track list` described the built-in query as "--accept 14 (default scenario,
     sglang and native)", the bundled question's. It now says the latest fit's, as asked."""
     from test_cli_support import make_point_mass_workdir, write_point_mass_fit
@@ -550,9 +550,9 @@ def test_track_list_describes_the_fits_own_default_question(models_dir, tmp_path
     write_point_mass_fit(work / "models", data, work / "models" / "priors.toml",
                          work / "data" / "hardware.csv", draws=draws)
     code, out, _ = call(work, "track", "list")
-    # (1.948 + 1.927) / 2 = 1.9375, to 2 decimals
+    # (1.948 + 1.927) / 2 = 1.9375, every digit: the flags it asks (predict's own mean)
     assert code == 0 and out.splitlines()[2] == (
-        "default  --accept 1.94 (default question: vllm eagle3 block 3 budget 3 on "
+        "default  --accept 1.9375 (default question: vllm eagle3 block 3 budget 3 on "
         "rtx-pro-6000 x8)  built in")
 
 

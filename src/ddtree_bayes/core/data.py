@@ -1566,6 +1566,27 @@ def percent_text(share: float, *, plus: bool = False) -> str:
     return f"{shown}%"
 
 
+def accept_shown(accept: float) -> str:
+    """An acceptance as text: to 2 decimals, trailing zeros dropped. Only text is rounded: a
+    question asks every digit (a fit's own default question asks its rows' mean, 1.9375,
+    as ``predict`` does, and shows it as 1.94).
+
+    >>> accept_shown(1.9375), accept_shown(4.222), accept_shown(14.0), accept_shown(2.5)
+    ('1.94', '4.22', '14', '2.5')
+    """
+    return f"{round(accept, 2):g}"
+
+
+def accept_flag(accept: float) -> str:
+    """An acceptance as an ``--accept`` value that asks that very number (``repr``: every
+    digit; ``:g`` kept six significant digits, so 2.4485333 was asked as 2.44853).
+
+    >>> accept_flag(1.9375), accept_flag(7.3456 / 3), accept_flag(14.0)
+    ('1.9375', '2.4485333333333332', '14')
+    """
+    return plain_text(float(accept))
+
+
 #: How long one decoding step can take (ms): longer than 0.05 ms (no LLM forward pass runs
 #: 20,000 times a second) and shorter than a minute (a step that slow is not decoding). A
 #: tok_s outside it is a unit slip (tokens per minute, a per-token latency, an overflow), and

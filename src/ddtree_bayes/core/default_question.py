@@ -23,10 +23,13 @@ Its acceptance for one-number answers (the report's answer line, the tracked def
 is ``predict``'s measured acceptance of that configuration (``core/data.measured_accept``):
 the mean of its rows in its first engine, else in every engine on its system, else on other
 systems, within [1, M] (M: its verify tokens), or the middle of [1, M] when no row gives one,
-to 2 decimals. With the fit at hand, :func:`ddtree_bayes.engine.question.inferred_accept`
-puts the acceptance the fit inferred from the configuration's rows without accept_len before
-the other systems' mean and that middle, as predict does
-(a label reads 2.79, not 2.7866667). It was rounded to a whole number once, for the report's
+every digit of it, rounded only where it is shown as text (``core/data.accept_shown``: a
+label reads 2.79, the question asks 2.7866667). Rounded to 2 decimals, the tracked default,
+the report's answer line and its ``next`` asked 1.94 where ``predict`` asked the rows'
+1.9375 (123.81 against 123.65 tok/s). With the fit at hand,
+:func:`ddtree_bayes.engine.question.inferred_accept` puts the acceptance the fit inferred from
+the configuration's rows without accept_len before the other systems' mean and that middle,
+as predict does. It was rounded to a whole number once, for the report's
 whole-number fan grid: a chain measured at 2.79 was answered at 3 (+7.5%) where ``predict``
 used 2.79 (and it was a median across engines, where predict takes its engine's mean); the fan
 now adds the acceptance to its grid (workflows/report/sections.py ``fan_accept``).
@@ -148,7 +151,7 @@ def _configuration(mine: list[Measurement], there: list[Measurement], why: str,
               if found else (1 + top.verify_tokens) / 2)
     return DefaultQuestion(hardware=hardware, method=method, block=top.block, budget=top.budget,
                     engines=engines, gpus=gpus, verify_tokens=verify,
-                    accept=round(float(min(max(accept, 1), top.verify_tokens)), 2), why=why)
+                    accept=float(min(max(accept, 1), top.verify_tokens)), why=why)
 
 
 def system_default(rows: Iterable[Measurement], hardware: str, gpus: int,

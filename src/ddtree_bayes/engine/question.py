@@ -261,11 +261,13 @@ def inferred_accept(fit: Fit, d: DefaultQuestion, model: str | None) -> DefaultQ
     ``d``'s first engine: the mean measured on ``d``'s system, else the median of the
     acceptance the fit inferred from the configuration's rows without accept_len, else of the
     priors file's ``[[acceptance]]`` entry (the draws predict takes), else the mean measured
-    on other systems, to 2 decimals within [1, M]; ``d``'s own (the middle of [1, M]) when the
-    fit has none of them or cannot ask ``d``. The default took the other systems' mean before
-    the inferred acceptance, so the report's answer line asked another acceptance than
-    predict's answer (Qwen3.8-27B-Q4_K_M on a V100: 4.22 from other systems, 61 tok/s, where
-    predict's inferred 2.43 answers 35), and it skipped the ``[[acceptance]]`` step."""
+    on other systems, within [1, M] and every digit of it (predict's own number: rounded
+    to 2 decimals, the one-number answers asked another question than predict's); ``d``'s
+    own (the middle of [1, M]) when the fit has none of them or cannot ask ``d``. The default
+    took the other systems' mean before the inferred acceptance, so the report's answer line
+    asked another acceptance than predict's answer (Qwen3.8-27B-Q4_K_M on a V100: 4.22 from
+    other systems, 61 tok/s, where predict's inferred 2.43 answers 35), and it skipped the
+    ``[[acceptance]]`` step."""
     import dataclasses
 
     import numpy as np
@@ -290,7 +292,7 @@ def inferred_accept(fit: Fit, d: DefaultQuestion, model: str | None) -> DefaultQ
         #      ~0.01 of the exact one and the same number every call)
         value = float(np.median(prior_sample(source.prior.prior, 4000,
                                              np.random.default_rng(0))))
-    return dataclasses.replace(d, accept=round(min(max(value, 1.0), sc.limit.tokens), 2))
+    return dataclasses.replace(d, accept=float(min(max(value, 1.0), sc.limit.tokens)))
 
 
 def question_default(fit: Fit, flags: Flags) -> tuple[DefaultQuestion, bool]:

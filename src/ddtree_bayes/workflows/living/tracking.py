@@ -10,6 +10,7 @@ from typing import Any
 from ddtree_bayes.core.clock import utc_now
 from ddtree_bayes.core.data import (
     NAME_RE,
+    accept_flag,
     not_a_name,
     percent_text,
     plain_text,
@@ -419,7 +420,7 @@ def asked_query(draws, query: dict[str, Any], builtin: bool = False,
 
         d = default_question(draws, q.get("model"))
         if d.derived:
-            q = {**q, "accept": f"{d.accept:g}"}
+            q = {**q, "accept": accept_flag(d.accept)}   # (every digit: predict's own)
     return q
 
 

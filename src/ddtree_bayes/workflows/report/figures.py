@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ddtree_bayes.core.data import row_config_label  # noqa: E402
+from ddtree_bayes.core.data import accept_shown, row_config_label  # noqa: E402
 from ddtree_bayes.workflows.report.priors import (  # noqa: E402
     accept_groups_of,
     fit_priors,
@@ -242,7 +242,7 @@ def concurrency(summary, draws, dt, path: Path) -> None:
     colors = [GREY, BLUE, ORANGE]
     for i, (name, e) in enumerate(f["engines"].items()):
         color = colors[i] if i < len(colors) else GREY
-        label = "AR" if name == "ar" else f"{name} at accept {f['accept']:g}"
+        label = "AR" if name == "ar" else f"{name} at accept {accept_shown(f['accept'])}"
         for ax, key in zip(axes, ("per_user", "total"), strict=True):
             q = np.asarray(e[key])
             ax.fill_between(c, q[:, 0], q[:, 4], color=color, alpha=0.15)

@@ -15,6 +15,7 @@ from ddtree_bayes.core.config import (
     MAX_RHAT,
     MIN_ESS_BULK,
 )
+from ddtree_bayes.core.data import accept_shown
 from ddtree_bayes.core.default_question import NO_SPECULATIVE
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.structure import p_text
@@ -308,7 +309,7 @@ def decomposed(summary: dict, lead: str = "") -> str:
     if len(ranges) != 1:
         return ""
     ((lo, hi),) = ranges
-    return f"{lead}acceptance U({lo:g},{hi:g})"
+    return f"{lead}acceptance U({accept_shown(lo)},{accept_shown(hi)})"   # (text: 2 decimals)
 
 
 def _pointers(summary: dict) -> str:
@@ -400,7 +401,8 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                              "-" if name == "ar" else p_text(e["p_faster_than_ar"][i])])
         stops = "; ".join(f"{n}: {_paying_text(conc['concurrency'], e['p_faster_than_ar'])}"
                           for n, e in conc["engines"].items() if n != "ar")
-        sec["concurrency"] = (f"Several streams at once (accept {conc['accept']:g}; {stops})",
+        sec["concurrency"] = (f"Several streams at once (accept {accept_shown(conc['accept'])}; "
+                              f"{stops})",
                               ["engine", "C", "per user", "90%", "total", "90%", "P(> AR)"],
                               rows, ["concurrency"])
     var_rows = []
@@ -536,7 +538,8 @@ def headline(summary: dict) -> str | None:
                 else "its own most-measured configuration")
         derived = (f" {why[:1].upper()}{why[1:]}, so this asks {mine}; ask "
                    "`ddtree-bayes predict` about another.")
-    return (f"Default scenario ({scenario}) at acceptance {accept:g}: " + "; ".join(parts)
+    return (f"Default scenario ({scenario}) at acceptance {accept_shown(accept)}: "
+            + "; ".join(parts)
             + "." + _pointers(summary) + unmeasured + derived)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import DefaultQuestion
-from ddtree_bayes.core.data import config_label
+from ddtree_bayes.core.data import accept_flag, accept_shown, config_label
 from ddtree_bayes.core.errors import DDTreeBayesError
 from ddtree_bayes.core.likelihood import CONFIG_SD, likelihood_nu
 from ddtree_bayes.core.methods import AcceptLimit
@@ -207,7 +207,7 @@ def variance_shares(draws: Fit, seed: int, model: str | None = None,
         eps = eps * mix
         y = np.log(accept * 1000.0 / step) + eps
         # regress on scales where the step formula is close to linear in log tok/s
-        factors = {f"acceptance U({lo:g},{hi:g})": np.log(accept),
+        factors = {f"acceptance U({accept_shown(lo)},{accept_shown(hi)})": np.log(accept),
                    ("run-to-run and configuration noise" if CONFIG_SD in v
                     else "run-to-run noise"): eps}
         if s is not None:
@@ -293,7 +293,8 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
     except DDTreeBayesError as err:
         out["optimize_error"] = str(err)
     try:
-        query = (NEXT_QUERY if not d.derived else f"--engine {d.engines[0]} --accept {d.accept:g}"
+        query = (NEXT_QUERY if not d.derived
+                 else f"--engine {d.engines[0]} --accept {accept_flag(d.accept)}"
                  ) + (f" --model {model}" if is_multi(draws) else "")
         out["next"] = D.next_measurements(draws, D.parse_query(draws, query), seed=seed)
     except DDTreeBayesError as err:
@@ -307,7 +308,7 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
                                             if v is not None)
     # (b block / B budget, as a fit's own default and `diff`'s tracked queries say them:
     # the bundled default's "DDTree b32" read as block 32)
-    out["hardware_query"] = f"{engine} {d.method} {shape} accept {d.accept:g}"
+    out["hardware_query"] = f"{engine} {d.method} {shape} accept {accept_shown(d.accept)}"
     rows = []
     amd: dict[str, list[str]] = {}   # predict's AMD warning (past its GPU's name): the GPUs
     for hw in table:
@@ -318,7 +319,7 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
                            accept="1", seed=seed, model=model)[0]
             tree = P.predict(draws, hardware=hw, gpus=gpus, engines=[engine], method=d.method,
                              block=d.block, budget=d.budget, verify_tokens=d.verify_tokens,
-                             accept=f"{d.accept:g}", seed=seed, model=model,
+                             accept=accept_flag(d.accept), seed=seed, model=model,
                              warnings=warned)[0]
         except DDTreeBayesError as err:   # e.g. GPUs that cannot hold the model's weights
             rows.append({"hardware": hw, "gpus": gpus,

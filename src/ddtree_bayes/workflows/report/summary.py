@@ -20,6 +20,7 @@ from ddtree_bayes.core.config import (
     MAX_RHAT,
     MIN_ESS_BULK,
 )
+from ddtree_bayes.core.data import accept_shown
 from ddtree_bayes.engine import fitted_rows as M
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import default_question
@@ -221,7 +222,7 @@ def _psis_sections(summary: dict, draws: Fit, dt, priors, coords, v, model: str 
         "overall": overall,
         "headline_by_prior": by_prior,
         "headline": f"log tok/s, default scenario, {default.engines[0]}, "
-                    f"accept {default.accept:g}",
+                    f"accept {accept_shown(default.accept)}",
     }
 
 
