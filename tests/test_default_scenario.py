@@ -1198,7 +1198,7 @@ def test_update_scores_a_rate_below_one_with_two_digits():
     row = {"row": 11, "configuration": "x", "measured": 0.4, "status": "ok", "median": 0.498,
            "lo50": 0.45, "hi50": 0.55, "lo90": 0.4, "hi90": 0.6, "percentile": 0.3}
     assert _score_table([row]).splitlines()[2].split() == [
-        "row", "11", "x", "0.4", "0.5", "0.45-0.55", "0.4-0.6", "30.0%", "ok"]
+        "row", "11", "x", "0.4", "0.50", "0.45-0.55", "0.40-0.60", "30.0%", "ok"]
     big = {**row, "measured": 330, "median": 304.2, "lo50": 292.1, "hi50": 316.3, "lo90": 273,
            "hi90": 336, "percentile": 0.906}
     assert _score_table([big]).splitlines()[2].split()[3:7] == ["330", "304", "292-316",

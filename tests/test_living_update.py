@@ -508,17 +508,17 @@ def test_tracked_query_rates_below_one_keep_their_digits(tmp_path):
                           "sglang", "--context", "64k")
     assert code == 0, err
     assert ("  now (fit 20260101T000000Z-pointmss): b300 x8 sglang ar ctx 65536 accept 1: "
-            "median 0.5, 90% 0.5-0.5 tok/s") in out.splitlines()
+            "median 0.50, 90% 0.50-0.50 tok/s") in out.splitlines()
     code, out, err = call(work, "diff", "latest", "latest")
     assert code == 0, err
-    assert ("  slow: b300 x8 sglang ar ctx 65536 accept 1: 90% 0.5-0.5 -> 0.5-0.5 tok/s "
-            "(median 0.5 -> 0.5, width n/a)") in out.splitlines()
+    assert ("  slow: b300 x8 sglang ar ctx 65536 accept 1: 90% 0.50-0.50 -> 0.50-0.50 tok/s "
+            "(median 0.50 -> 0.50, width n/a)") in out.splitlines()
     c = {"name": "q", "label": "L", "before": {"median": 0.5, "lo90": 0.4, "hi90": 0.6},
          "after": {"median": 0.55, "lo90": 0.5, "hi90": 0.6}}
-    assert living.format_change(c) == ("q: L: 90% 0.4-0.6 -> 0.5-0.6 tok/s (median 0.5 -> "
-                                       "0.55, width -50%)")
+    assert living.format_change(c) == ("q: L: 90% 0.40-0.60 -> 0.50-0.60 tok/s (median 0.50 "
+                                       "-> 0.55, width -50%)")
     c = {**c, "after": {"median": 612.4, "lo90": 580.2, "hi90": 640.7}}
-    assert living.format_change(c) == ("q: L: 90% 0.4-0.6 -> 580-641 tok/s (median 0.5 -> "
+    assert living.format_change(c) == ("q: L: 90% 0.40-0.60 -> 580-641 tok/s (median 0.50 -> "
                                        "612, width +30150%)")
 
 

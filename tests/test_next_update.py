@@ -447,6 +447,20 @@ def test_next_json_carries_the_query_itself_line(tmp_path, monkeypatch):
 
 
 
+def test_next_and_predict_print_a_rate_below_10_alike():
+    """predict's cells (``.2g``) dropped a trailing zero where next's kept it: 1.04 tok/s read
+    "1" in predict and "1.0" in next, 3.0 read "3". One formatter below 10 tok/s: two
+    significant digits, the trailing zero kept; above, next keeps its one decimal to 100."""
+    from ddtree_bayes.cli.decisions import _n
+    from ddtree_bayes.core.data import tok_text
+
+    assert (tok_text(1.04), tok_text(3.0), tok_text(0.5), tok_text(9.94)) == (
+        "1.0", "3.0", "0.50", "9.9")
+    for x in (1.04, 3.0, 0.5, 9.94, 0.0317, 2.1e-05, 0.0, -1.0, -0.1):
+        assert _n(x) == tok_text(x), x
+    assert (_n(9.96), tok_text(9.96), _n(42.25), tok_text(42.25)) == ("10.0", "10", "42.2", "42")
+
+
 def test_a_reduction_that_rounds_to_no_percent_keeps_a_decimal():
     """`next` printed a reduction of -1.0 tok/s of a 446 tok/s width as "-1.0 (-0%)": a
     widening of 1.0 / 446 = 0.224%. Where the whole percent rounds to 0 the cell keeps one
@@ -458,4 +472,5 @@ def test_a_reduction_that_rounds_to_no_percent_keeps_a_decimal():
     assert reduction_cell(120.4, 120.4 / 446) == "120 (27%)"
     assert reduction_cell(0.0, 0.0) == "0 (0%)"
     assert reduction_cell(2.2, 2.2 / 446) == "2.2 (0.5%)"   # (0.49%: whole, "0")
-    assert reduction_cell(-0.1, -0.1 / 446) == "-0.1 (-0.02%)"
+    # (below 10 tok/s predict's cells: two significant digits, the trailing zero kept)
+    assert reduction_cell(-0.1, -0.1 / 446) == "-0.10 (-0.02%)"

@@ -83,8 +83,9 @@ def table_of(text: str, first_header: str) -> list[dict[str, str]]:
 
 
 def tok(x: float) -> str:
-    """tok/s as the tables print it: a whole number from 10 up, two significant digits below."""
-    return f"{x:.0f}" if abs(x) >= 9.95 else f"{x:.2g}"
+    """tok/s as the tables print it: a whole number from 10 up, two significant digits below
+    (a trailing zero kept: 1.04 reads "1.0"; zero "0")."""
+    return f"{x:.0f}" if abs(x) >= 9.95 else f"{x:#.2g}" if x else "0"
 
 
 def span(lo: float, hi: float) -> str:
@@ -384,8 +385,9 @@ def test_optimize_forms_agree(work, flags):
 
 # ---------------------------------------------------------------- next
 def n_text(x: float) -> str:
-    """next's tok/s: whole from 100, one decimal from 1, two significant digits below."""
-    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 1 else tok(x)
+    """next's tok/s: whole from 100, one decimal from 10, predict's cells below (two
+    significant digits, a trailing zero kept: 0.40, 2.0)."""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 9.95 else tok(x)
 
 
 NEXT = [

@@ -192,15 +192,16 @@ def reduction_cell(reduction: float, relative: float) -> str:
 
 
 def _n(x: float) -> str:
-    """tok/s with one decimal below 100 (narrow intervals), whole numbers above, and two
-    significant digits below 1 (as predict's cells: 0.008 read "0.0").
+    """tok/s with one decimal below 100 (narrow intervals), whole numbers above, and below 10
+    predict's cells (:func:`~ddtree_bayes.core.data.tok_text`, two significant digits: 0.008
+    read "0.0"; one formatter, so 1.04 reads "1.0" in both).
 
-    >>> _n(607.4), _n(42.25), _n(0.0317), _n(0.0)
-    ('607', '42.2', '0.032', '0')
+    >>> _n(607.4), _n(42.25), _n(1.04), _n(0.0317), _n(0.0)
+    ('607', '42.2', '1.0', '0.032', '0')
     """
     if abs(x) >= 100:
         return f"{x:.0f}"
-    return f"{x:.1f}" if abs(x) >= 1 else tok_text(x)
+    return f"{x:.1f}" if abs(x) >= 9.95 else tok_text(x)
 
 
 def _m90(v: list[float], digits: int) -> str:

@@ -1534,14 +1534,20 @@ def counted(n: int, noun: str) -> str:
 
 
 def tok_text(x: float) -> str:
-    """tok/s in a table: whole numbers from 10, but a rate below 10 keeps two significant
-    digits (a step that cannot run printed as "0 0-0 0-1" in predict, and in optimize; diff's
-    tracked queries too; and 1.4 printed "1", 2.6 "3", where JSON has the exact value).
+    """tok/s as text, in every command's table: whole numbers from 10, but a rate below 10
+    keeps two significant digits (a step that cannot run printed as "0 0-0 0-1" in predict,
+    and in optimize; diff's tracked queries too; and 1.4 printed "1", 2.6 "3", where JSON has
+    the exact value), a trailing zero too: ``.2g`` dropped it, so 1.04 tok/s printed "1" in
+    predict where next printed "1.0". Zero is "0".
 
-    >>> tok_text(607.4), tok_text(12.0), tok_text(2.6), tok_text(3.0), tok_text(2.1e-05)
-    ('607', '12', '2.6', '3', '2.1e-05')
+    >>> tok_text(607.4), tok_text(12.0), tok_text(2.6), tok_text(3.0), tok_text(1.04)
+    ('607', '12', '2.6', '3.0', '1.0')
+    >>> tok_text(9.94), tok_text(0.5), tok_text(2.1e-05), tok_text(0.0), tok_text(-1.0)
+    ('9.9', '0.50', '2.1e-05', '0', '-1.0')
     """
-    return f"{x:.0f}" if abs(x) >= 9.95 else f"{x:.2g}"
+    if abs(x) >= 9.95:
+        return f"{x:.0f}"
+    return f"{x:#.2g}" if x else "0"
 
 
 def percent_text(share: float, *, plus: bool = False) -> str:
