@@ -503,3 +503,38 @@ def test_a_model_average_p_faster_than_ar_is_a_probability():
     mixture = [(fast, 0.5840969232202099), (other, 0.41590307677979066)]
     (r,) = P.predict(fast, accept="12", engines=["sglang"], concurrency=[1], mixture=mixture)
     assert r["p_faster_than_ar"] == 1.0
+
+
+def test_a_fit_without_created_utc_stands_where_its_id_time_puts_it(tmp_path, monkeypatch):
+    """A fit an older ddtree-bayes wrote without created_utc (it is optional metadata) was
+    ordered as "" by --model-average and compare, the oldest of all, while `history` put it at
+    the time its id carries: a power fit stamped 7 Dec 12:00 lost to one of 1 Dec, and the
+    two commands named different latest fits. Both now order it by its id's time."""
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.compare import latest_per_form
+
+    assert store.fit_order(None, "20261207T120000Z-aaaaaaaa") == store.fit_order(
+        "2026-12-07T12:00:00+00:00", "20261207T120000Z-aaaaaaaa")
+    assert store.fit_order(None, "20261207T120000Z-aaaaaaaa") > store.fit_order(
+        "2026-12-01T00:00:00+00:00", "20261201T000000Z-bbbbbbbb")
+
+    def fit(fit_id, form, created):
+        meta = {"fit_id": fit_id, "converged": True, "data": {"sha256": "d"},
+                "priors": {"sha256": "p"}, "model": {"moe_form": form,
+                                                     "step_form": "structured"}}
+        return NS(meta=meta if created is None else {**meta, "created_utc": created})
+
+    files = {"20261207T120000Z-aaaaaaaa": fit("20261207T120000Z-aaaaaaaa", "power", None),
+             "20261201T000000Z-bbbbbbbb": fit("20261201T000000Z-bbbbbbbb", "power",
+                                              "2026-12-01T00:00:00+00:00"),
+             "20261130T000000Z-cccccccc": fit("20261130T000000Z-cccccccc", "linear",
+                                              "2026-11-30T00:00:00+00:00")}
+    (tmp_path / "models" / "fits").mkdir(parents=True)
+    for name in files:
+        (tmp_path / "models" / "fits" / f"{name}.nc").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(store, "load_fit", lambda path: files[path.stem])
+    assert [d.meta["fit_id"] for d in latest_per_form(files["20261130T000000Z-cccccccc"])] == [
+        "20261130T000000Z-cccccccc", "20261207T120000Z-aaaaaaaa"]

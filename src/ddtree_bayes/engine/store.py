@@ -1163,12 +1163,14 @@ def _check_gates(meta: dict, path: Path, draws: _Draws | None = None, *,
                             "`ddtree-bayes fit`, or pass --fit to use another fit)")
 
 
-def fit_order(created_utc: str | None, fit_id: str, name: str = "") -> tuple[str, str, int, str, str]:
+def fit_order(created_utc: str | None, fit_id: str, name: str = ""
+              ) -> tuple[str, str, int, str, str]:
     """Where a fit stands among the saved fits, oldest first: the creation time its metadata
-    records (``created_utc``), then a same-second id's suffix as a number (X, X-2, X-9, X-10),
-    then its id and file ``name``. The one order of "latest" (``history``, ``compare``,
-    ``--model-average``): file names sorted ``backup.nc`` (a copy of an older fit) after every
-    dated id, and X-2.nc before X.nc.
+    records (``created_utc``; a fit without one, made by an older ddtree-bayes or unreadable,
+    the time its id carries, :func:`id_time`), then a same-second id's suffix as a number (X,
+    X-2, X-9, X-10), then its id and file ``name``. The one order of "latest" (``history``,
+    ``compare``, ``--model-average``): file names sorted ``backup.nc`` (a copy of an older fit)
+    after every dated id, and X-2.nc before X.nc.
 
     >>> at = "2026-12-07T12:00:00+00:00"
     >>> ids = ["20261207T120000Z-b1-10", "20261207T120000Z-b1", "20261207T120000Z-b1-2"]
@@ -1177,7 +1179,22 @@ def fit_order(created_utc: str | None, fit_id: str, name: str = "") -> tuple[str
     """
     parts = FIT_ID_RE.fullmatch(fit_id)
     base, n = (parts.group(1), int(parts.group(2) or 1)) if parts else (fit_id, 1)
-    return (created_utc or "", base, n, fit_id, name)
+    return (created_utc or id_time(fit_id), base, n, fit_id, name)
+
+
+def id_time(fit_id: str) -> str:
+    """The creation time a fit id carries, as ``created_utc`` records it (ISO 8601, UTC:
+    engine/inference.py ``fit_created``), "" for an id without one (``mine``).
+
+    >>> id_time("20261201T152424Z-b6b7ea56"), id_time("mine")
+    ('2026-12-01T15:24:24+00:00', '')
+    """
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.strptime(fit_id[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).isoformat()
+    except ValueError:
+        return ""
 
 
 def fit_files(models: Path) -> list[Path]:

@@ -151,25 +151,10 @@ def list_fits(models: Path) -> list[dict]:
             "update": meta.get("update"), "made_by": meta.get("made_by"),
             "reweight": meta.get("reweight"), "form": form_label(meta),
             "latest": path.stem == latest})
-    out.sort(key=lambda r: store.fit_order(str(r["created_utc"] or _id_time(str(r["fit_id"]))),
+    # (an unreadable fit, whose metadata holds its created_utc, where its id's time puts it)
+    out.sort(key=lambda r: store.fit_order(str(r["created_utc"] or "") or None,
                                            str(r["fit_id"]), Path(str(r["path"])).name))
     return out
-
-
-def _id_time(fit_id: str) -> str:
-    """The creation time a fit id carries (:func:`~ddtree_bayes.engine.inference.fit_created`),
-    "" for an id without one: an unreadable fit, whose metadata holds its created_utc, is listed
-    where its time puts it (it was listed first, the newest fit among them).
-
-    >>> _id_time("20261201T152424Z-b6b7ea56"), _id_time("mine")
-    ('2026-12-01T15:24:24+00:00', '')
-    """
-    from ddtree_bayes.engine.inference import fit_created
-
-    try:
-        return fit_created(fit_id)
-    except ValueError:
-        return ""
 
 
 def stored_rows(draws) -> Measurements:
