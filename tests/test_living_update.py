@@ -1365,6 +1365,23 @@ def test_one_percent_formatter_for_diff_update_and_next():
     assert reduction_cell(-1.0, -1.0 / 446) == f"-1.0 ({percent_text(-1.0 / 446)})"
 
 
+def test_a_share_under_a_tenth_of_a_percent_is_one_digit_not_an_exponent_nor_0_1():
+    """percent_text printed a share under 0.0001 (0.01%) with Python's "g" format and one
+    under 0.095% with one decimal: 3e-6 (two fits whose medians differ in the sixth digit)
+    read "+0.0003%" but 1e-7 "+1e-05%", and 0.0007 (0.07%) read "0.1%", above 0.0004's
+    "0.04%". One significant digit, written out, wherever the whole percent rounds to 0:
+    1e-6 is 0.0001%, 0.0007 is 0.07%, 0.0005 is 0.05% (was 0.1%), 0.00096 is 0.1%; below
+    0.0001% its sign and that bound, "-<0.0001%" (5e-324 printed "5e-322%")."""
+    from ddtree_bayes.core.data import percent_text
+
+    assert [percent_text(x, plus=True) for x in (1e-6, -3e-6, 0.0007, 0.0005, -0.00096)] == [
+        "+0.0001%", "-0.0003%", "+0.07%", "+0.05%", "-0.1%"]
+    assert percent_text(-1e-7, plus=True) == "-<0.0001%"   # (was "-1e-05%")
+    assert [percent_text(x) for x in (0.0004, 0.00049, 0.003, -0.0046, 5e-324, -1e-9)] == [
+        "0.04%", "0.05%", "0.3%", "-0.5%", "<0.0001%", "-<0.0001%"]
+    assert percent_text(1e-9, plus=True) == "+<0.0001%"
+
+
 def test_a_reweighted_and_a_refit_update_end_alike(monkeypatch, capsys, tmp_path):
     """The reweighting and the refitting update each wrote out their end (cli/update.py): the
     tracked queries, the total time, then the saved file's line or the JSON report. One

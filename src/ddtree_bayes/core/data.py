@@ -1551,11 +1551,12 @@ def tok_text(x: float) -> str:
 
 
 def percent_text(share: float, *, plus: bool = False) -> str:
-    """A share (0.27 for 27%) as every table prints one: a whole percent, or one decimal where
-    that rounds to 0 (one significant digit below 0.05%: "-0.02%", not "-0.0%"), so a small
-    change keeps its sign and size ("-0%" and "+0%" read a fall as nothing or as a rise); an
-    exact 0 is "0%". ``plus``: a rise with its "+" (diff's and update's changes; next's
-    reduction, whose sign says narrower or wider, prints none).
+    """A share (0.27 for 27%) as every table prints one: a whole percent, or one significant
+    digit, written out, where that rounds to 0 ("-0.4%", "-0.02%", "0.0003%"; not "-0.0%",
+    nor "1e-05%", nor 0.07% as "0.1%"), so a small change keeps its sign and size ("-0%" and
+    "+0%" read a fall as nothing or as a rise); below 0.0001%, its sign and that bound
+    ("-<0.0001%"); an exact 0 is "0%". ``plus``: a rise with its "+" (diff's and update's
+    changes; next's reduction, whose sign says narrower or wider, prints none).
 
     >>> percent_text(0.27), percent_text(-1.0 / 446), percent_text(-0.004, plus=True)
     ('27%', '-0.2%', '-0.4%')
@@ -1568,7 +1569,10 @@ def percent_text(share: float, *, plus: bool = False) -> str:
     sign = "+" if plus else ""
     shown = f"{pct:{sign}.0f}"
     if shown.lstrip("+-") == "0":
-        shown = f"{pct:{sign}.1f}" if abs(pct) >= 0.05 else f"{pct:{sign}.1g}"
+        one = float(f"{pct:.1g}")   # (one significant digit, then as many decimals as that)
+        if abs(one) < 1e-4:   # (a table tells no smaller share apart: its sign and bound)
+            return f"{'-' if pct < 0 else sign}<0.0001%"
+        shown = f"{one:{sign}.{-math.floor(math.log10(abs(one)))}f}"
     return f"{shown}%"
 
 
