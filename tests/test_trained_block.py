@@ -539,3 +539,37 @@ def test_optimize_and_nexts_refusal_of_a_block_asks_for_a_default_drafter(kimi_b
     (kimi_b8 / "data" / "drafters.csv").write_text(KIMI_B16)
     code, _, err = run_cli(kimi_b8, "optimize", "--block", "16")
     assert code == 0, err
+
+
+def test_a_stored_card_takes_its_trained_block_from_the_card_here(tmp_path, monkeypatch):
+    """block_size prices no pass, so a fit compares its stored cards with the ones here without
+    it (core/drafters.py stored_card_dict) and trained_block reads the block from the cards
+    here, after the stored ones "which an older version stored without it". bad6c3f0 made
+    drafter_cards drop a card here whose name the fit stored: a fit that stored
+    my/kimi-dflash-b32 before the column (no block_size) then knew no trained block for it,
+    and --drafter my/kimi-dflash-b32 --block 64 was answered where data/drafters.csv says
+    it was trained at 32 (before bad6c3f0: refused); a block_size edited here from 32 to 16
+    was ignored with no word (no "differs from the fit's" either). The card here's block,
+    as before: 32 for the older fit, 16 after the edit."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine import scenario as S
+
+    draws = _fit_with_a_row_of_the_b32_card()
+    older = [{k: v for k, v in d.items() if k != "block_size"}
+             for d in draws.meta["model"]["drafter_cards"]]
+    draws = dataclasses.replace(draws, meta={**draws.meta, "model": {
+        **draws.meta["model"], "drafter_cards": older}}, memo={})
+    (tmp_path / "data").mkdir()
+    here = tmp_path / "data" / "drafters.csv"
+    header = KIMI_B8.replace(",block_size\n", ",block_size,default\n").split("\n")[0]
+    here.write_text(header + "\nmy/kimi-dflash-b32,kimi-k2.6,ddtree,dflash_block,5,1.0,1.0,2,t,"
+                    "32,no\n")
+    monkeypatch.chdir(tmp_path)
+    assert S.trained_block_of(draws, None, "ddtree", None, "my/kimi-dflash-b32") == 32
+    with pytest.raises(QueryError, match="block 64 is above the block 32"):
+        S.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                           block=64, budget=64, verify_tokens=None, context_tokens=None,
+                           drafter="my/kimi-dflash-b32")
+    here.write_text(here.read_text().replace(",t,32,no", ",t,16,no"))
+    assert S.trained_block_of(draws, None, "ddtree", None, "my/kimi-dflash-b32") == 16
+    assert S.named_drafter(draws, "my/kimi-dflash-b32").block_size == 16

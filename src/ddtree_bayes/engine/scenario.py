@@ -523,7 +523,12 @@ def drafter_cards(draws: Fit, here: bool = True) -> tuple:
         more = here_drafters(draws) if here else drafter_table()
     except InputError:
         more = drafter_table()
-    # (a name the fit stored is its stored card, as named_drafter looks it up)
+    # (a name the fit stored is its stored card, as named_drafter looks it up, with the
+    # block_size of the card here: it prices no pass, the fit compares its cards without it
+    # and an older fit stored none; core/drafters.py stored_card_dict, trained_block)
+    blocks = {c.drafter: c.block_size for c in more if c.block_size is not None}
+    cards = tuple(dataclasses.replace(c, block_size=blocks[c.drafter])
+                  if c.drafter in blocks else c for c in cards)
     return cards + tuple(c for c in more if c.drafter not in {s.drafter for s in cards})
 
 
@@ -533,11 +538,14 @@ def named_drafter(draws: Fit, name: str) -> DrafterCard | None:
     card the fit stored, the one it was fitted with (its learned multiple of the drafter's
     roofline is of that card, as its answers use its stored model cards); else the card here
     (built in, overlaid by ``data/drafters.csv``: one added since the fit; a file that does
-    not load raises, naming it). None: no card has the name."""
+    not load raises, naming it). None: no card has the name. A stored card's ``block_size``
+    is the card here's where that gives one (:func:`drafter_cards`: it prices no pass)."""
     from ddtree_bayes.core.drafters import card_named, stored_cards
 
     stored = stored_cards(draws.meta["model"].get("drafter_cards", ()))
-    return card_named(stored, name) or card_named(here_drafters(draws), name)
+    if card_named(stored, name) is None:
+        return card_named(here_drafters(draws), name)
+    return card_named(drafter_cards(draws), name)
 
 
 def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str | None:
