@@ -1046,3 +1046,36 @@ def test_a_named_drafter_is_priced_with_the_card_the_fit_stored(tmp_path, monkey
             ask()
         errors.append(str(err.value))
     assert errors[0] == errors[1] and "drafters.csv" in errors[0]
+
+
+def test_a_named_drafters_refusal_says_the_fit_stored_its_card(tmp_path, monkeypatch):
+    """bad6c3f0 prices a named drafter with the card the fit stored. A user who corrects that
+    card's target_model in data/drafters.csv (stored: kimi-k2.5, here: kimi-k2.6) and asks
+    `predict --drafter test/k26-block` was refused "drafts for kimi-k2.5, not kimi-k2.6
+    (fix: use a drafter trained for the target model)": the file they just edited says
+    kimi-k2.6, and the refusal came before the "differs from the fit's" line could say why.
+    The fix now says the fit stored the card and how to use the one here: fit again."""
+    import dataclasses
+
+    from ddtree_bayes.core.drafters import load_drafter_cards
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine import scenario as S
+    from test_structure_model import structured_point_mass
+
+    head = bundled("drafters.csv").read_text().splitlines()[0]
+    row = "test/k26-block,kimi-k2.6,ddtree,dflash_block,5,,,5.2,5.2,1,yes,yes,,2,,me,,,no"
+    (card,) = load_drafter_cards("d.csv", f"{head}\n{row.replace('kimi-k2.6', 'kimi-k2.5')}\n")
+    draws = structured_point_mass()
+    draws.meta["model"].update({"target_model": "kimi-k2.6", "drafter_cards": [
+        {**dataclasses.asdict(card), "methods": list(card.methods)}]})
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "drafters.csv").write_text(f"{head}\n{row}\n")
+    monkeypatch.chdir(tmp_path)
+    sc = S.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=None)
+    with pytest.raises(QueryError) as err:
+        S.with_drafter(draws, sc, "test/k26-block")
+    assert str(err.value) == (
+        "drafter 'test/k26-block' drafts for kimi-k2.5, not kimi-k2.6 (fix: use a drafter "
+        "trained for the target model; fit point-mass prices test/k26-block with the card it "
+        "stored, and data/drafters.csv's differs: re-run `ddtree-bayes fit` to fit with it)")

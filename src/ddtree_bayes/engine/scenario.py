@@ -434,10 +434,7 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
         except InputError:
             return []
 
-    def key(d: dict) -> str:   # (a fit made before the default column stored none)
-        return json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])},
-                          sort_keys=True)
-
+    key = _card_key
     named = {r.drafter for r in draws.measurements.rows if r.drafter is not None} | {drafter}
     before = {key(d): d for d in model["drafter_cards"]}
     after = {key(d): d for d in ({**dataclasses.asdict(c), "methods": list(c.methods)}
@@ -483,6 +480,35 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
                  + (f" (--drafter {mine.drafter} prices them with its card here)"
                     if mine is not None and mine != stored else "") + "; ")
     return [line + "re-run `ddtree-bayes fit` to fit with the cards here"]
+
+
+def _card_key(d: dict) -> str:
+    """A drafter card's dict (stored, or a card here's) as the fit's and the files' cards are
+    compared: core/drafters.py ``stored_card_dict`` (a fit made before the default column
+    stored none; block_size left out), its methods in order."""
+    from ddtree_bayes.core.drafters import stored_card_dict
+
+    return json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])}, sort_keys=True)
+
+
+def stored_card_note(draws: Fit, name: str) -> str:
+    """What a refusal of the drafter ``name`` adds to its fix when the answer priced the card
+    the fit stored (:func:`named_drafter`) and ``data/drafters.csv`` gives that name otherwise:
+    the card the user edited is not the one refused, and fitting again uses it; "" else."""
+    from ddtree_bayes.core.drafters import card_named
+    from ddtree_bayes.core.errors import InputError
+
+    stored = next((d for d in draws.meta["model"].get("drafter_cards", ())
+                   if d["drafter"] == name), None)
+    try:
+        here = None if stored is None else card_named(here_drafters(draws), name)
+    except InputError:
+        return ""
+    if stored is None or here is None or _card_key(stored) == _card_key(
+            {**dataclasses.asdict(here), "methods": list(here.methods)}):
+        return ""
+    return (f"; fit {draws.meta['fit_id']} prices {name} with the card it stored, and "
+            "data/drafters.csv's differs: re-run `ddtree-bayes fit` to fit with it")
 
 
 def _bears(model: str, method: str, target: str, methods: set[str]) -> bool:
@@ -1475,10 +1501,12 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "",
                          + f"dd its card: {how}")
     if sc.method not in card.methods:
         raise QueryError(prefix + f"drafter {name!r} serves {', '.join(card.methods)}, not "
-                         f"{sc.method}", fix="give the --method it drafts for")
+                         f"{sc.method}",
+                         fix="give the --method it drafts for" + stored_card_note(draws, name))
     if not serves(card, target, sc.method):
         raise QueryError(prefix + f"drafter {name!r} drafts for {card.target_model}, not "
-                         f"{target}", fix="use a drafter trained for the target model")
+                         f"{target}", fix="use a drafter trained for the target model"
+                                          + stored_card_note(draws, name))
     # (this drafter's trained block, not the default card's: refused above it, and the bound
     # of what a step emits)
     trained = trained_block_of(draws, sc.model, sc.method, sc.block, name, prefix)
