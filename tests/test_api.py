@@ -671,3 +671,19 @@ def test_api_fit_refuses_extra_meta_over_its_own_before_sampling(tmp_path, extra
         db.fit(workdir=tmp_path, progress=False, extra_meta=extra)
     assert str(info.value).startswith(message) or message in str(info.value), str(info.value)
     assert not (tmp_path / "models").exists()
+
+
+def test_extra_meta_refuses_the_digests_a_saved_fit_writes_over_it():
+    """store.save adds cards_sha256 and derived_sha256 to every fit's metadata (with_digests)
+    after fit() checked extra_meta against OWN_META_KEYS, which lacked both: extra_meta=
+    {"cards_sha256": "mine"} passed, sampled, and was silently replaced by the fit's digest
+    (the commit's rule: beside the fit's own keys, never over them, refused before
+    sampling). Every top-level field store reads a fit's metadata by is the fit's own."""
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.fitting import OWN_META_KEYS, _extra_meta
+
+    read = {f.split(".")[0] for f in (*store.REQUIRED_FIELDS, *store.OPTIONAL_FIELDS)}
+    assert read - OWN_META_KEYS == set()
+    for key in ("cards_sha256", "derived_sha256"):
+        with pytest.raises(ValueError, match=f"would overwrite the fit's own metadata \\({key}\\)"):
+            _extra_meta({key: "mine"})

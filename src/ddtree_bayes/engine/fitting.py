@@ -354,11 +354,13 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
 
 
 #: The metadata keys a fit writes itself (:func:`metadata`, the remedy ladder, where it was
-#: made, the user's hardware file): ``extra_meta`` adds keys beside them, never over them.
+#: made, the user's hardware file, the digests store.save adds: ``with_digests``):
+#: ``extra_meta`` adds keys beside them, never over them.
 OWN_META_KEYS = frozenset({
     "format_version", "fit_id", "created_utc", "package_version", "libraries", "seed",
     "sampler", "model", "coords", "data", "priors", "inputs_sha256", "diagnostics",
-    "converged", "failures", "timings", "remedies", "workdir", "hardware"})
+    "converged", "failures", "timings", "remedies", "workdir", "hardware", "cards_sha256",
+    "derived_sha256"})
 
 
 def _extra_meta(extra: object) -> dict:
