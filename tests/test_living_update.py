@@ -888,7 +888,7 @@ def test_a_new_row_is_scored_with_predicts_draws():
 def test_history_lists_an_unreadable_fit_by_the_time_its_id_carries(tmp_path):
     """history is "oldest first", but an unreadable fit (no metadata, so no created_utc) was
     listed first even when it is the newest: it sorted as the empty time. Its id carries its
-    time (engine/inference.py fit_created): 2999 comes after the point mass's 2026, 1999
+    time (engine/store.py id_time): 2999 comes after the point mass's 2026, 1999
     before it."""
     from test_cli_support import FIT_ID, make_point_mass_workdir
 

@@ -461,7 +461,7 @@ def metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_ha
 
     from ddtree_bayes.core import spec as S
     from ddtree_bayes.core.pairs import target_models_meta
-    from ddtree_bayes.engine import inference, store
+    from ddtree_bayes.engine import store
 
     libs: dict[str, str | None] = {}
     for lib in ("pymc", "pytensor", "nutpie", "arviz-stats", "numpy"):
@@ -472,7 +472,7 @@ def metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_ha
     return {
         "format_version": store.FORMAT_VERSION,
         "fit_id": fit_id,
-        "created_utc": inference.fit_created(fit_id),
+        "created_utc": store.id_time(fit_id),
         "package_version": __version__,
         "libraries": libs,
         "seed": seed,

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -383,18 +382,9 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
     return rows, divergences, failures
 
 
-def fit_created(fit_id: str) -> str:
-    """The creation time (ISO 8601, UTC) a fit id carries.
-
-    >>> fit_created("20261201T152424Z-b6b7ea56")
-    '2026-12-01T15:24:24+00:00'
-    """
-    return datetime.strptime(fit_id[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).isoformat()
-
-
 def new_fit_id(inputs_hash: str, seed: int, models: Path) -> str:
     """``<UTC time>-<hash of inputs and seed>``, unique in ``models/fits`` (the time from
-    :func:`ddtree_bayes.core.clock.utc_now`; :func:`fit_created` reads it back)."""
+    :func:`ddtree_bayes.core.clock.utc_now`; engine/store.py ``id_time`` reads it back)."""
     from ddtree_bayes.core.clock import utc_now
 
     stamp = utc_now(models).strftime("%Y%m%dT%H%M%SZ")

@@ -1184,7 +1184,8 @@ def fit_order(created_utc: str | None, fit_id: str, name: str = ""
 
 def id_time(fit_id: str) -> str:
     """The creation time a fit id carries, as ``created_utc`` records it (ISO 8601, UTC:
-    engine/inference.py ``fit_created``), "" for an id without one (``mine``).
+    the one reading of an id's time: ``fit`` and ``update`` record a new fit's
+    ``created_utc`` with it), "" for an id without one (``mine``).
 
     >>> id_time("20261201T152424Z-b6b7ea56"), id_time("mine")
     ('2026-12-01T15:24:24+00:00', '')

@@ -366,7 +366,7 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
     counts = Counter(index.tolist())
     meta.update({
         "fit_id": fit_id,
-        "created_utc": inference.fit_created(fit_id),
+        "created_utc": store.id_time(fit_id),
         "package_version": __version__,
         "seed": seed,
         "data": {"path": str(Path(measurements.path).resolve()), "sha256": measurements.sha256,
