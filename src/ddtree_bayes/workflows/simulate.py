@@ -206,7 +206,11 @@ def load_design(path: str | Path, truth: dict, cards: dict | None = None,
     from ddtree_bayes.core.data import read_csv_file
     from ddtree_bayes.core.drafters import row_block_problem
     from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.row_notes import context_above_max, step_reach_above_max
+    from ddtree_bayes.core.row_notes import (
+        context_above_max,
+        step_reach,
+        step_reach_above_max,
+    )
 
     card = (cards or {}).get(truth["model"])
 
@@ -283,7 +287,7 @@ def load_design(path: str | Path, truth: dict, cards: dict | None = None,
         if past is not None and card is not None:   # (a line needs a card that says)
             raise InputError(past, file=path, row=line, column="context_tokens",
                              fix=f"write a context of at most "
-                                 f"{card.max_context_tokens - verify + 1} tokens (its "
+                                 f"{card.max_context_tokens - step_reach(0, verify)} tokens (its "
                                  f"verified tokens' last position at the card's "
                                  f"{card.max_context_tokens}), or simulate a model whose card "
                                  "takes it")
