@@ -1003,46 +1003,47 @@ SEED_MODEL = "kimi-k2.6"
 SEED_GPUS = 8
 
 
-def seed_step_ms(table: list[dict[str, str]], sc: Scenario) -> float | None:
-    """The original estimator's step time for this configuration (mean of accept/tok_s over
-    its 'deterministic estimate' rows, all of :data:`SEED_MODEL` unless the table has a
-    ``model`` column); tok/s at any acceptance is then accept / step. None for a question the
-    table does not answer: another GPU count (:data:`SEED_GPUS` unless the table has a
-    ``gpus`` column), a context beyond 0, or another drafter (``--drafter``, or a block or
-    budget other than a row's: a block-8 tree of budget 32 verifies the 33 tokens of the
-    block-16 estimate, and was shown it)."""
-    rows = seed_rows(table, sc)
+def seed_step_ms(rows: list[dict[str, str]]) -> float | None:
+    """The original estimator's step time of a configuration, from its rows of the seed table
+    (:func:`seed_rows`): the mean of accept/tok_s over them; tok/s at any acceptance is then
+    accept / step. None where the table does not answer (no rows)."""
     if not rows:
         return None
     return float(np.mean([float(r["accept_len"]) / float(r["tok_s"]) * 1000.0 for r in rows]))
 
 
-def original_tok_s(table: list[dict[str, str]], sc: Scenario, accept: float) -> float | None:
-    """The original estimate of ``sc`` at acceptance ``accept`` (tok/s; None where the seed
-    table does not answer, :func:`seed_step_ms`): the table's own figure where it has a row of
-    this configuration at this acceptance, else ``accept`` / its step. The quoted figures are
-    rounded (570 tok/s at 12, 765 at 16: 21.05 and 20.92 ms a step), so accept / the mean step
-    printed 572 where the table says 570; every reader (predict's rows, the report's fan) asks
-    here.
+def original_tok_s(rows: list[dict[str, str]], accept: float) -> float | None:
+    """The original estimate at acceptance ``accept`` (tok/s) of the configuration whose seed
+    table rows are ``rows`` (:func:`seed_rows`; None where there are none): the table's own
+    figure where it has a row at this acceptance, else ``accept`` / its step
+    (:func:`seed_step_ms`). The quoted figures are rounded (570 tok/s at 12, 765 at 16: 21.05
+    and 20.92 ms a step), so accept / the mean step printed 572 where the table says 570;
+    every reader (predict's rows, the report's fan) asks here, with the rows found once per
+    configuration.
 
     >>> table = load_seed_table()
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> sc = resolve_scenario(point_mass_draws(), hardware="b300", gpus=8, engine="sglang",
     ...                       method="ddtree", block=16, budget=32, verify_tokens=None,
     ...                       context_tokens=0)
-    >>> original_tok_s(table, sc, 12.0), round(original_tok_s(table, sc, 14.0), 1)
-    (570.0, 667.2)
+    >>> rows = seed_rows(table, sc)
+    >>> original_tok_s(rows, 12.0), round(original_tok_s(rows, 14.0), 1), original_tok_s([], 12.0)
+    (570.0, 667.2, None)
     """
-    own = [float(r["tok_s"]) for r in seed_rows(table, sc) if float(r["accept_len"]) == accept]
+    own = [float(r["tok_s"]) for r in rows if float(r["accept_len"]) == accept]
     if own:
         return float(np.mean(own))
-    step = seed_step_ms(table, sc)
+    step = seed_step_ms(rows)
     return None if step is None else accept / step * 1000.0
 
 
 def seed_rows(table: list[dict[str, str]], sc: Scenario) -> list[dict[str, str]]:
-    """The seed table's 'deterministic estimate' rows of ``sc`` (:func:`seed_step_ms` says
-    which answer it)."""
+    """The seed table's 'deterministic estimate' rows of ``sc``, all of :data:`SEED_MODEL`
+    unless the table has a ``model`` column; none for a question the table does not answer:
+    another GPU count (:data:`SEED_GPUS` unless the table has a ``gpus`` column), a context
+    beyond 0, or another drafter (``--drafter``, or a block or budget other than a row's: a
+    block-8 tree of budget 32 verifies the 33 tokens of the block-16 estimate, and was shown
+    it)."""
     if sc.context_tokens or sc.drafter is not None:
         return []
     found = []
@@ -1252,6 +1253,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
         priced = pass_drafter(fit, sc)
         cap = ceiling_row(per_token, read_ceiling(fit, sc))
         routing = routing_row(per_token, balanced_read(fit, sc))
+        original = seed_rows(seed_table, sc) if sc.concurrency == 1 else []
         for source in asked.accept:
             a, dist = acceptance_draws(fit, source, keyed_rng(seed, repr(source)), mixture)
             why = sc.limit.out_of_range(float(np.min(a)), float(np.max(a)))   # (ar: 1 .. 1)
@@ -1275,7 +1277,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                     row["p_faster_than_ar"] = (
                         p_faster_than_ar(fit, sc, a, versus_ar_rng(seed, sc, source))
                         if mixture is None else mixture_p_faster(mixture, sc, source, seed))
-            seed_tok = original_tok_s(seed_table, sc, a_mean) if sc.concurrency == 1 else None
+            seed_tok = original_tok_s(original, a_mean)
             row["original"] = seed_tok
             row["original_lo"] = None if seed_tok is None else seed_tok * (1 - SEED_BAND)
             row["original_hi"] = None if seed_tok is None else seed_tok * (1 + SEED_BAND)

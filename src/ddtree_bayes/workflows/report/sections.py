@@ -115,17 +115,14 @@ def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuest
     grid = fan_accept(d, limit)
     for sc in scenarios:
         per_token, _ = P.per_token_draws(draws, sc, seed)   # predict's draws, digit for digit
-        seed_step = P.seed_step_ms(seed_table, sc)
+        original = P.seed_rows(seed_table, sc)   # (predict's original column, its rows)
         engines[sc.engine] = {
             "scenario": sc.describe(), "measured": bool(sc.measured),
             "quantiles": [quantiles5(a * per_token) for a in grid],
-            "original": None if seed_step is None else [P.original_tok_s(seed_table, sc, a)
-                                                         for a in grid],
+            "original": None if not original else [P.original_tok_s(original, a)
+                                                    for a in grid],
             "original_points": [{"accept": float(r["accept_len"]), "tok_s": float(r["tok_s"])}
-                                for r in seed_table if seed_step is not None
-                                and r["kind"] == "deterministic estimate"
-                                and r["engine"] == sc.engine and r["hardware"] == sc.hardware
-                                and r["verify_tokens"] == str(sc.verify_tokens)],
+                                for r in original],
         }
     measured = [{"accept": m.accept_len, "tok_s": m.tok_s,
                  "label": f"{m.engine} {m.method} M={m.verify_tokens}"}
