@@ -177,17 +177,13 @@ def _gpu_lines(r: dict, gpu, like_row: dict[str, str]) -> list[str]:
         rest = [c for c, _ in named if c not in gpu.given and c not in gpu.kept]
         # (peaks copied and scaled as the one given: "bf16 given, fp8 and int8 scaled as bf16")
         scaled = [name for c, name in named if c in gpu.scaled]
-        if scaled:
-            kept = [name for c, name in named if c in rest and c not in gpu.scaled
-                    and gpu.row.get(c, "").strip()]
+        kept = [name for c, name in named if c in rest and c not in gpu.scaled
+                and gpu.row.get(c, "").strip()]
+        if scaled or own:   # (a peak was given: the others scaled, copied, kept or blank)
             return ", ".join([f"{', '.join(given)} given",
-                              f"{listed(scaled)} scaled as {gpu.scaled_as}",
+                              *([f"{listed(scaled)} scaled as {gpu.scaled_as}"] if scaled
+                                else []),
                               *([f"{listed(kept)} {copied}"] if kept else []), *mine])
-        if own:   # (a peak was given: the others copied, kept or blank)
-            kept = [name for c, name in named if c in rest and gpu.row.get(c, "").strip()]
-            return ", ".join([f"{', '.join(given)} given",
-                              *([f"{listed(kept)} {copied}"] if kept else []), *mine])
-        kept = [name for c, name in named if c in rest and gpu.row.get(c, "").strip()]
         whole = all(gpu.row.get(c, "").strip() == like_row.get(c, "").strip() for c in rest)
         if not given:
             return copied if whole or not gpu.like else (
