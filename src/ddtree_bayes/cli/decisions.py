@@ -182,8 +182,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 def reduction_cell(reduction: float, relative: float) -> str:
     """next's reduction cell: tok/s (:func:`_n`) and the share of the width now, as
     :func:`~ddtree_bayes.core.data.percent_text` prints a share (diff's and update's changes
-    too): a whole percent, or one decimal where that rounds to 0 (-1.0 of 446 read "-1.0
-    (-0%)").
+    too): a whole percent, or one significant digit where that rounds to 0 (-1.0 of 446 read
+    "-1.0 (-0%)").
 
     >>> reduction_cell(120.4, 0.27), reduction_cell(-1.0, -1.0 / 446)
     ('120 (27%)', '-1.0 (-0.2%)')
