@@ -366,3 +366,27 @@ def test_the_csv_has_a_column_per_term(tmp_path):
     assert float(u["explain_terms_acceptance_share"]) == pytest.approx(1.0, abs=1e-6)
     assert u["explain_terms_speculative_overhead_from"] == "fitted to its group's rows"
     assert float(u["explain_r2"]) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_a_system_whose_compute_eff_median_exceeds_1_is_said_priced_at_the_wrong_precision():
+    """compute_eff is the share of the dense peak (at the card's compute precision) a verify
+    pass reaches: a pass cannot beat that peak, yet the public corpus's syv-ai RTX 3090 sat at
+    a median of 1.09 (docs/validation.md, "What the compute knee depends on") and nothing said
+    so. The model is left unbounded (a bound would move every roofline fit's draws); the
+    target step's words say it instead. Eight draws 0.6 ... 1.5: median (1.0 + 1.2) / 2 = 1.1
+    by hand; 0.6 ... 1.4 with 1.0 in the middle: median 1.0, not above 1, nothing said; a
+    system never measured (h200x8, drawing its own from the population) says nothing."""
+    d = point_mass_draws()
+    d.variables["compute_eff"] = np.array([[x] for x in
+                                           (0.6, 0.7, 0.8, 1.0, 1.2, 1.3, 1.4, 1.5)])
+    (own,) = explained(d, engines=("sglang",), budget=8, accept="6")
+    assert terms(own)["target step"]["from"] == (
+        "fitted to b300x8's rows; compute_eff[b300x8] median 1.10 > 1: its verify passes beat "
+        "the dense peak at the card's compute precision, so that precision is likely not the "
+        "deployment's (check the card's compute_dtype)")
+    (h200,) = explained(d, hardware="h200", gpus=8, engines=("sglang",), accept="14")
+    assert "compute_eff" not in terms(h200)["target step"]["from"]
+    d.variables["compute_eff"] = np.array([[x] for x in
+                                           (0.6, 0.7, 0.8, 1.0, 1.0, 1.2, 1.3, 1.4)])
+    (at_1,) = explained(d, engines=("sglang",), budget=8, accept="6")
+    assert terms(at_1)["target step"]["from"] == "fitted to b300x8's rows"

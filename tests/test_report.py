@@ -906,3 +906,44 @@ def test_the_budget_section_shows_the_expected_tok_s_its_recommendation_ranks_by
     lines = {ln.get_label(): list(ln.get_ydata()) for ln in ax.get_lines()}
     assert lines["sglang E[tok/s] (recommended: budget 16)"] == [539.2, 560.1]
     assert lines["sglang median tok/s"] == [589.3, 559.4]
+
+
+def test_a_report_says_when_a_systems_compute_eff_median_exceeds_1(tmp_path, monkeypatch,
+                                                                    capsys):
+    """The report said nothing of a system whose compute_eff (the share of the dense peak at
+    the card's compute precision a verify pass reaches) sat above 1, as the corpus's syv-ai
+    RTX 3090 did at 1.09: a pass cannot beat its peak, so the card's precision is likely not
+    the deployment's. Eight draws 0.9 ... 1.6 by 0.1: median (1.2 + 1.3) / 2 = 1.25 by hand;
+    said on stderr, in the JSON's warnings, under the verdict of the page and summary.md."""
+    import html
+    import importlib
+
+    from ddtree_bayes.engine import compare
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from test_cli_support import make_point_mass_workdir
+
+    render = importlib.import_module("ddtree_bayes.workflows.report.render")
+    pm = point_mass_draws(n=8)
+    pm.variables["compute_eff"] = np.array([[0.9 + 0.1 * i] for i in range(8)])
+    work = make_point_mass_workdir(tmp_path / "w", n=8, draws=pm)
+    line = ("compute_eff[b300x8] median 1.25 > 1: its verify passes beat the dense peak at the "
+            "card's compute precision, so that precision is likely not the deployment's (check "
+            "the card's compute_dtype)")
+    made: dict = {}
+    monkeypatch.setattr(compare, "require_psis_draws", lambda *a: None)
+    monkeypatch.setattr(store, "load_datatree", lambda path, handle=None: None)
+    monkeypatch.setattr(render, "compute", lambda draws, dt, **kw: {
+        "fit_id": draws.meta["fit_id"],
+        "verdict": {"converged": True, "failures": [], "text": "converged: every gate passed"}})
+    monkeypatch.setattr(render, "render_whole",
+                        lambda summary, draws, out_dir, dt=None: made.update(summary))
+    monkeypatch.chdir(work)
+    assert cli.main(["report", "--quiet", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"ddtree-bayes: warning: {line}\n"
+    assert json.loads(out)["warnings"] == [line]
+    assert made["above_peak"] == [line]
+    verdict = "<p class='verdict ok'>converged: every gate passed</p>"
+    assert (f"{verdict}\n<p class='warning'>Warning: {html.escape(line)}</p>"
+            in render.page(made, {}))
+    assert f"**converged: every gate passed**\n\nWarning: {line}\n" in render.markdown(made)

@@ -142,6 +142,44 @@ past them (compute knee: partly prior-driven)
     return out
 
 
+def above_peak(fit) -> dict[str, float]:
+    """The systems whose ``compute_eff`` posterior median exceeds 1, with that median.
+
+    ``compute_eff`` is the share of the dense peak at the card's compute precision a verify
+    pass reaches once compute-bound; a pass cannot beat that peak, so a median above 1 says
+    the precision the system is priced at is likely not the one its deployment multiplies at
+    (docs/model.md, "Compute precision"). The model is left unbounded: a bound at 1 would move
+    the draws of every roofline fit (its prior, Normal(-1.2, 0.72) on the log, puts 4.8% of a
+    system's draws above 1), so the fit's answers stay as validated and this is said instead.
+    A fit without the roofline form has no ``compute_eff``: nothing to say.
+
+    >>> from types import SimpleNamespace as NS
+    >>> fit = NS(variables={"compute_eff": np.array([[0.5, 1.2], [0.7, 0.98], [0.6, 1.1]])},
+    ...          meta={"coords": {"system": ["b300x8", "rtx-3090x1"]}})
+    >>> above_peak(fit)
+    {'rtx-3090x1': 1.1}
+    """
+    eff = fit.variables.get("compute_eff")
+    if eff is None:
+        return {}
+    medians = np.median(np.asarray(eff, dtype=float), axis=0)
+    return {str(s): round(float(m), 12) for s, m in zip(fit.meta["coords"]["system"],
+                                                        medians, strict=True) if m > 1.0}
+
+
+def above_peak_note(system: str, median: float) -> str:
+    """What ``report`` and ``predict --explain`` say of a system :func:`above_peak` names.
+
+    >>> print(above_peak_note("rtx-3090x1", 1.0904))
+    compute_eff[rtx-3090x1] median 1.09 > 1: its verify passes beat the dense peak at the \
+card's compute precision, so that precision is likely not the deployment's (check the card's \
+compute_dtype)
+    """
+    return (f"compute_eff[{system}] median {median:.2f} > 1: its verify passes beat the dense "
+            "peak at the card's compute precision, so that precision is likely not the "
+            "deployment's (check the card's compute_dtype)")
+
+
 #: How the population of overhead groups is informed when the fit measured a speculative
 #: group on another model or system (:func:`population_from`).
 CORPUS = "prior- and corpus-driven"

@@ -1439,6 +1439,8 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
     """Where each term of ``--explain`` comes from, in words (engine/explain.py)."""
     from ddtree_bayes.core.model_cards import stored_card
     from ddtree_bayes.engine.explain import (
+        above_peak,
+        above_peak_note,
         acceptance_from,
         overhead_from,
         population_from,
@@ -1470,8 +1472,15 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
     # storing no card for the model - a proxy's - keeps the general words)
     card = stored_card(fit.meta["model"], sc.model)
     moe = card is None or card.experts is not None
+    behind = rows_behind(fit, sc)
+    target = target_from(sc, behind, moe)
+    # (a measured system's compute_eff above 1: the card's compute precision is likely not
+    # the deployment's; an unmeasured one draws its own from the population, engine/unmeasured)
+    over = above_peak(fit).get(sc.pair) if behind.measured else None
+    if over is not None:
+        target += "; " + above_peak_note(sc.pair, over)
     return {"acceptance": acceptance_from(source),
-            "target step": target_from(sc, rows_behind(fit, sc), moe),
+            "target step": target,
             "speculative overhead": overhead, "noise and discrepancy": noise}
 
 

@@ -473,7 +473,7 @@ def page(summary: dict, figures: dict[str, list[Path]]) -> str:
              f"<h1>ddtree-bayes fit {html.escape(summary['fit_id'])}</h1>",
              f"<p class='verdict {'ok' if v['converged'] else 'bad'}'>{html.escape(v['text'])}</p>"]
     parts.extend(f"<p class='warning'>Warning: {html.escape(w)}</p>"
-                 for w in summary.get("stale", []))
+                 for w in fit_warnings(summary))
     answer = headline(summary)
     if answer:
         parts.append(f"<p class='answer'>{html.escape(answer)}</p>")
@@ -545,7 +545,7 @@ def headline(summary: dict) -> str | None:
 
 def markdown(summary: dict) -> str:
     lines = [f"# ddtree-bayes fit {summary['fit_id']}", "", f"**{summary['verdict']['text']}**", ""]
-    lines += [line for w in summary.get("stale", []) for line in (f"Warning: {w}", "")]
+    lines += [line for w in fit_warnings(summary) for line in (f"Warning: {w}", "")]
     if headline(summary):
         lines += [str(headline(summary)), ""]
     notes = section_notes(summary)
@@ -598,8 +598,24 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
     default_question(draws, model)
     summary = compute(draws, dt, seed=seed, model=model, priors_path=priors)
     summary["stale"] = stale_warnings(draws, here=workdir is None)
+    summary["above_peak"] = above_peak_warnings(draws)
     render_whole(summary, draws, out_dir, dt)
     return out_dir, summary
+
+
+def above_peak_warnings(draws: Fit) -> list[str]:
+    """A system whose ``compute_eff`` posterior median exceeds 1, in words (as ``predict
+    --explain`` says it of the target step): the card's compute precision is likely not the
+    deployment's (engine/explain.py ``above_peak``)."""
+    from ddtree_bayes.engine.explain import above_peak, above_peak_note
+
+    return [above_peak_note(s, m) for s, m in above_peak(draws).items()]
+
+
+def fit_warnings(summary: dict) -> list[str]:
+    """The warnings under the verdict: the fit's inputs changed since it was made
+    (``stale``), then the systems priced above their peak (``above_peak``)."""
+    return [*summary.get("stale", []), *summary.get("above_peak", [])]
 
 
 def stale_warnings(draws: Fit, here: bool = True) -> list[str]:
