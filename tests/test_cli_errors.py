@@ -709,6 +709,37 @@ def test_an_empty_item_of_a_list_flag_is_refused_not_dropped(work, text):
     assert "argument --budgets: '8,,16' has an empty item" in err
 
 
+def test_an_empty_item_of_every_comma_list_flag_is_refused_not_dropped(work):
+    """`compare --fits A,,B` compared A and B without a word on the blank between (cli/args
+    fit_ids dropped it) where `--concurrency 1,,4` is refused; `--engine sglang,,native` and
+    `--accept 12,,14` were refused in other words ("'' is not a name", "is not a number, list
+    or range"). Every comma-list flag now says the one thing: an empty item, nothing compared,
+    exit 2; and the library's readers (Flags.of a query's engine text, optimize's budgets)
+    refuse it too rather than drop it."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.question import Flags
+    from ddtree_bayes.workflows.decisions import parse_budgets
+
+    a, b = "20260101T000000Z-pointmss", "20260101T000000Z-otherfit"
+    empty = "has an empty item (two commas in a row, or one at an end)"
+    for text in (f"{a},,{b}", f"{a},{b},", f",{a},{b}"):
+        err = one_error(*run_cli(work, "compare", "--fits", text))
+        assert err.startswith(f"ddtree-bayes: error: argument --fits: {text!r} {empty} (fix: "
+                              "give two or more ids"), err
+    for cmd, flag, text in (("predict", "--engine", "sglang,,native"),
+                            ("track", "--engine", "sglang,"),
+                            ("predict", "--accept", "12,,14"),
+                            ("predict", "--accept", "12,14,")):
+        args = ["track", "add"] if cmd == "track" else [cmd]
+        err = one_error(*run_cli(work, *args, flag, text))
+        assert f"argument {flag}: {text!r} {empty}" in err, err
+    with pytest.raises(QueryError, match="engines holds '', which is not an engine name"):
+        Flags.of({"engine": "sglang,,native"})
+    with pytest.raises(QueryError, match="has an empty item"):
+        parse_budgets("8,,16")
+    assert Flags.of({"engine": "sglang,native"}).engines == ("sglang", "native")
+
+
 def test_an_empty_item_of_bench_records_is_refused_not_dropped():
     """`add --from-bench F --bench-records 1,,4` took records 1 and 4 without a word on the
     blank between, as the list flags did."""

@@ -252,7 +252,8 @@ def name(fix: str, *, several: bool = False) -> Callable[[str], str]:
     """A type= function: a lowercase name as in the data files (comma-separated if
     ``several``); returns the text."""
     def parse(text: str) -> str:
-        parts = text.split(",") if several else [text]
+        # (an empty item, `sglang,,native`, said "'' is not a name": the list flags' words)
+        parts = _items(text, fix) if several and text else [text]
         for part in parts:
             if not NAME_RE.fullmatch(part):
                 mended = [p.strip().lower() for p in parts]
@@ -280,8 +281,11 @@ def fit_id(text: str) -> str:
 
 
 def fit_ids(text: str) -> str:
-    """A type= function: comma-separated fit ids (at least two)."""
-    ids = [t.strip() for t in text.split(",") if t.strip()]
+    """A type= function: comma-separated fit ids (at least two), no item empty
+    (``--fits A,,B`` compared A and B without a word on the blank between, as the list flags
+    of :func:`int_list` refuse it)."""
+    fix = "give two or more ids, e.g. --fits A,B (ids from `ddtree-bayes history`)"
+    ids = [t.strip() for t in _items(text, fix)] if text.strip() else []
     for i in ids:
         fit_id(i)
     twice = sorted({i for i in ids if ids.count(i) > 1})
@@ -289,13 +293,11 @@ def fit_ids(text: str) -> str:
         raise _bad(text, f"names {twice[0]} twice", "compare two or more different fits "
                                                      "(ids from `ddtree-bayes history`)")
     if len(ids) < 2:
-        raise _bad(text, "names fewer than two fits", "give two or more ids, e.g. --fits A,B "
-                                                       "(ids from `ddtree-bayes history`)")
+        raise _bad(text, "names fewer than two fits", fix)
     return text
 
 
-with_meaning(fit_ids, lambda text: tuple(t.strip() for t in fit_ids(text).split(",")
-                                         if t.strip()))
+with_meaning(fit_ids, lambda text: tuple(t.strip() for t in fit_ids(text).split(",")))
 
 
 def accept(text: str) -> str:
@@ -304,6 +306,8 @@ def accept(text: str) -> str:
     from ddtree_bayes.engine.scenario import parse_accept
 
     fix = "use 13.5, 12,14,16, 12:16 or 12:16:0.5"
+    if "," in text:   # (`12,,14` was "not a number, list or range": the list flags' words)
+        _items(text, fix)
     try:
         req = parse_accept(text)
     except QueryError as err:

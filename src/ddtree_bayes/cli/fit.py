@@ -189,7 +189,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import compare
 
     if args.fits:
-        fits = [api.load(f.strip()) for f in args.fits.split(",") if f.strip()]
+        fits = [api.load(f.strip()) for f in args.fits.split(",")]   # (A.fit_ids: none empty)
     else:
         fits = compare.latest_per_form(api.load(), flag="compare")
     res = compare.compare_fits(fits, seed=args.seed, method=args.weights)

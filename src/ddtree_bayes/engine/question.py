@@ -165,8 +165,8 @@ class Flags:
         same names; ``overrides`` win."""
         get = source.get if isinstance(source, dict) else (lambda k: getattr(source, k, None))
         engines = overrides.pop("engines", None) or get("engines") or get("engine")
-        if isinstance(engines, str):
-            engines = tuple(e for e in engines.split(",") if e)
+        if isinstance(engines, str):   # (an empty item is refused below, not dropped)
+            engines = tuple(engines.split(","))
         values = {k: get(k) for k in ("model", "hardware", "gpus", "method", "block", "budget",
                                       "verify_tokens", "context", "accept", "drafter",
                                       "kv_cache")}

@@ -204,8 +204,11 @@ def parse_budgets(text: str | None) -> tuple[int, ...]:
     """
     if text is None:
         return DEFAULT_BUDGETS
+    if any(not p.strip() for p in text.split(",")):   # (as the CLI's list flags: not dropped)
+        raise QueryError(f"--budgets {text!r} has an empty item (two commas in a row, or one "
+                         "at an end)", fix="use e.g. --budgets 8,16,32,64")
     try:
-        values = sorted({int(p) for p in text.split(",") if p.strip()})
+        values = sorted({int(p) for p in text.split(",")})
     except ValueError:
         raise QueryError(f"--budgets {text!r} is not a list of whole numbers",
                          fix="use e.g. --budgets 8,16,32,64") from None
