@@ -947,3 +947,30 @@ def test_a_report_says_when_a_systems_compute_eff_median_exceeds_1(tmp_path, mon
     assert (f"{verdict}\n<p class='warning'>Warning: {html.escape(line)}</p>"
             in render.page(made, {}))
     assert f"**converged: every gate passed**\n\nWarning: {line}\n" in render.markdown(made)
+
+
+def test_an_acceptance_is_shown_by_one_rule_in_the_fan_and_in_predict():
+    """The report's fan table printed its acceptance to 3 significant digits (_fmt), predict's
+    measured label likewise ("12.2 measured"), where the report's answer line and concurrency
+    section show it with core/data accept_shown (2 decimals): a configuration measured at a
+    mean of 12.25 read 12.2 in the table under an answer line saying 12.25. One rule now:
+    accept_shown, 12.25 by hand, in predict and in the fan."""
+    from ddtree_bayes.core.data import accept_shown
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.posterior import Fit
+    from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    d = point_mass_draws()
+    data = d.data_csv + "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,12.25,,700,test,\n"
+    fit = Fit(path=d.path, meta=d.meta, variables=d.variables, data_csv=data,
+              priors_toml=d.priors_toml, hardware_csv=d.hardware_csv)
+    (row,) = P.predict_rows(fit, resolve(fit, Flags(engines=("sglang",))))
+    assert row["accept"] == "12.25 measured (1 row)"
+    from ddtree_bayes.workflows.report.render import fan_table_rows
+
+    fan = {"accept": [12.0, 12.25], "headline_accept": 12.25,
+           "engines": {"sglang": {"quantiles": [[1, 2, 3, 4, 5], [2, 3, 4, 5, 6]],
+                                  "original": None}}}
+    assert [r[1] for r in fan_table_rows(fan)] == ["12", "12.25"] == [
+        accept_shown(12.0), accept_shown(12.25)]

@@ -30,6 +30,7 @@ from ddtree_bayes.core.data import (
     MAX_GPUS,
     NAME_RE,
     ON_OTHER_SYSTEMS,
+    accept_shown,
     not_a_name,
     plain_text,
 )
@@ -633,7 +634,9 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
                          fix=f"{give} or add an [[acceptance]] entry to the priors")
     value, n_rows, where = seen
     rows_text = f"{n_rows} row{'s' * (n_rows > 1)}"
-    return (AcceptSource("measured", f"{value:.3g} measured ({rows_text})", value=value,
+    # (shown as every text shows an acceptance, core/data accept_shown: 12.25 read "12.2"
+    # here where the report's answer line said 12.25)
+    return (AcceptSource("measured", f"{accept_shown(value)} measured ({rows_text})", value=value,
                          rows=n_rows, where=f"the mean accept_len of {rows_text} measured of "
                                             f"this configuration {where}"),)
 

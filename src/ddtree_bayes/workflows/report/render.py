@@ -328,6 +328,30 @@ def _pointers(summary: dict) -> str:
     return "" if not said else f" {text[0].upper()}{text[1:]}."
 
 
+def fan_table_rows(fan: dict) -> list[list]:
+    """The fan's table: per engine, the rows at the round acceptances, the answer line's and
+    the last one a step can emit, each acceptance as ``predict`` shows it (``accept_shown``: 2
+    decimals; the table's 3 significant digits printed a measured 12.375 as 12.4 where
+    predict, the answer line and the concurrency section say 12.38).
+
+    >>> fan = {"accept": [12.0, 12.375], "headline_accept": 12.375,
+    ...        "engines": {"sglang": {"quantiles": [[1, 2, 3, 4, 5], [2, 3, 4, 5, 6]],
+    ...                               "original": None}}}
+    >>> [r[:3] for r in fan_table_rows(fan)]
+    [['sglang', '12', 3], ['sglang', '12.38', 4]]
+    """
+    rows = []
+    for eng, f in fan["engines"].items():
+        for a, q, orig in zip(fan["accept"], f["quantiles"],
+                              f["original"] or [None] * len(f["quantiles"]), strict=True):
+            if (a in (4.0, 8.0, 12.0, 14.0, 16.0, 20.0) or len(fan["accept"]) <= 8
+                    or a == fan.get("headline_accept")   # the answer line's acceptance
+                    or (fan.get("accept_clipped") and a == fan["accept"][-1])):
+                rows.append([eng, accept_shown(a), round(q[2]), f"{q[1]:.0f} - {q[3]:.0f}",
+                             f"{q[0]:.0f} - {q[4]:.0f}", None if orig is None else round(orig)])
+    return rows
+
+
 def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], list[str]]]:
     if "sampling" not in summary:
         return {}
@@ -374,16 +398,8 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                                                         key=lambda kv: -kv[1])]
                          + psense_table_rows(ps["overall"]),
                          ["psense"])
-    fan_rows = []
     fan = summary["fan"]
-    for eng, f in fan["engines"].items():
-        for a, q, orig in zip(fan["accept"], f["quantiles"],
-                              f["original"] or [None] * len(f["quantiles"]), strict=True):
-            if (a in (4.0, 8.0, 12.0, 14.0, 16.0, 20.0) or len(fan["accept"]) <= 8
-                    or a == fan.get("headline_accept")   # the answer line's acceptance
-                    or (fan.get("accept_clipped") and a == fan["accept"][-1])):
-                fan_rows.append([eng, a, round(q[2]), f"{q[1]:.0f} - {q[3]:.0f}",
-                                 f"{q[0]:.0f} - {q[4]:.0f}", None if orig is None else round(orig)])
+    fan_rows = fan_table_rows(fan)
     clipped = ("" if not fan.get("accept_clipped") else
                f"; acceptance stops at {fan['accept_max']:g}, the most a step can emit "
                f"({fan['accept_max_rule']})")
