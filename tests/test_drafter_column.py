@@ -1079,3 +1079,62 @@ def test_a_named_drafters_refusal_says_the_fit_stored_its_card(tmp_path, monkeyp
         "drafter 'test/k26-block' drafts for kimi-k2.5, not kimi-k2.6 (fix: use a drafter "
         "trained for the target model; fit point-mass prices test/k26-block with the card it "
         "stored, and data/drafters.csv's differs: re-run `ddtree-bayes fit` to fit with it)")
+
+
+def test_track_and_next_query_ask_a_named_drafter_as_predict_does(tmp_path):
+    """`next --query` and `track add` took no --drafter ("unrecognized arguments"), so a
+    predict --drafter question could be neither ranked nor tracked. Both take it now, with
+    predict's semantics: the fit above inferred 2.0 for the default head's rows and 1.7 for
+    the K2.5 head's (by hand, its accept_latent columns); predict --drafter test/k25-head
+    asks the second, and so do a tracked query and next's query naming it (and, without it,
+    the default head's first)."""
+    from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.workflows.decisions import parse_query
+    from ddtree_bayes.workflows.living import tracking as T
+
+    draws = _two_drafters_fit()
+    base = {"hardware": "b300", "gpus": 8, "engine": "sglang", "method": "eagle3", "block": 3}
+    text = "--hardware b300 --gpus 8 --engine sglang --method eagle3 --block 3"
+    n = draws.n_draws
+    for drafter, group, inferred in (("test/k25-head", 1, 1.7), (None, 0, 2.0)):
+        (predicts,) = _ask(draws, drafter=drafter).asked[0].accept
+        saved = T.normalize_query({**base, "drafter": drafter})
+        assert ("drafter" in saved) == (drafter is not None)   # (no key when not given)
+        tracked = resolve(draws, Flags.of(T.asked_query(draws, saved))).asked[0]
+        queried = parse_query(draws, text + (f" --drafter {drafter}" if drafter else ""))
+        for source, sc in ((predicts, None), (tracked.accept[0], tracked.scenario),
+                           (queried.source, queried.scenario)):
+            assert (source.kind, source.group_index) == ("posterior", group)
+            assert draws.variables["accept_latent"][:, source.group_index].tolist() == (
+                [inferred] * n)
+            assert sc is None or sc.drafter_named == drafter
+    assert T.query_name(T.normalize_query({**base, "drafter": "test/k25-head"})) == (
+        "b300-x8-sglang-eagle3-b3-dtest_k25-head")
+    # the command line: track saves it (the point-mass fit, not of the structured step, says
+    # it cannot answer it yet, as predict refuses it); next passes it to the query; a blank
+    # name is refused, nothing saved
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    flags = ["--method", "eagle3", "--block", "3", "--engine", "sglang", "--accept", "2"]
+    code, out, err = run_cli(work, "track", "add", *flags, "--drafter", "test/k25-head")
+    assert code == 0, err
+    assert "--drafter test/k25-head" in out and "--drafter needs a fit of the structured step" in out
+    saved = json.loads((work / "models" / "tracked.json").read_text())["queries"][-1]["query"]
+    assert saved["drafter"] == "test/k25-head"
+    from test_json_schemas import validate_output
+
+    code, out, err = run_cli(work, "track", "add", *flags, "--drafter", "test/k26-head",
+                             "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("track", payload)
+    assert payload["query"]["query"]["drafter"] == "test/k26-head"
+    code, out, err = run_cli(work, "track", "list", "--format", "json")
+    validate_output("track", json.loads(out))
+    code, out, err = run_cli(work, "next", "--query", " ".join([*flags, "--drafter", "x/y"]))
+    assert (code, out) == (2, "") and "--query: --drafter needs a fit of the structured step" in err
+    before = (work / "models" / "tracked.json").read_text()
+    code, out, err = run_cli(work, "track", "add", *flags, "--drafter", " ")
+    assert (code, out) == (2, "") and "--drafter ' ' is not a drafter card's name" in err
+    assert (work / "models" / "tracked.json").read_text() == before

@@ -485,33 +485,33 @@ KIMI_B16 = KIMI_B8.replace("my/kimi-dflash-b8", "my/kimi-dflash-b16").replace(
     "a test card,8\n", "a test card,16\n")
 
 
-def test_tracks_refusal_of_a_block_asks_for_a_default_drafter_not_a_named_one(
+def test_tracks_refusal_of_a_block_is_predicts_now_that_track_takes_drafter(
         tmp_path, kimi_b8):
-    """track has no --drafter (a tracked query drafts with the model's default drafter), yet
-    its refusal of --block 16 said "name a drafter trained at block 16", with a fit and
-    without one: the fix it gives now is a default card trained at block 16, and following it
-    (that card in data/drafters.csv, block_size 16) tracks the same flags."""
+    """track had no --drafter, so its refusal of --block 16 asked for a default card trained
+    at block 16 ("track has no --drafter: ..."); it takes --drafter now, as predict does, so
+    the refusal is predict's, with a fit and without one ("name a drafter trained at block
+    16"), and following the other way (a default card trained at block 16 in
+    data/drafters.csv) still tracks the same flags."""
     flags = ("track", "add", "--method", "ddtree", "--engine", "sglang", "--block", "16",
              "--budget", "32")
-    for work, refit in ((_no_fit(tmp_path / "nofit"), ""), (kimi_b8, ", then fit again")):
+    for work in (_no_fit(tmp_path / "nofit"), kimi_b8):
         code, out, err = run_cli(work, *flags)
         assert code == 2 and out == "", (code, out, err)
         assert err.endswith(
-            "(fix: give a block of at most 8, or give kimi-k2.6 a default ddtree drafter "
-            "trained at block 16 (its card in data/drafters.csv, with block_size 16"
-            f"{refit}; track has no --drafter: a tracked query drafts with the model's "
-            "default drafter))\n"), err
+            "(fix: give a block of at most 8, or name a drafter trained at block 16 (its card "
+            "in data/drafters.csv, with its block_size))\n"), err
         (work / "data" / "drafters.csv").write_text(KIMI_B16)
         code, out, err = run_cli(work, *flags)
         assert code == 0, (work, out, err)
 
 
-def test_optimize_and_nexts_refusal_of_a_block_asks_for_a_default_drafter(kimi_b8, tmp_path):
-    """optimize and next have no --drafter either (next's query and candidates, optimize
-    without an --acceptance-file naming one, ask the model's default drafter), yet their
-    refusal said "name a drafter trained at block 16" as predict's does: their fix asks for
-    a default card trained at block 16 and a fit again, as track's. predict, which can name
-    one (--drafter), keeps its fix."""
+def test_optimize_and_nexts_candidates_refusal_of_a_block_asks_for_a_default_drafter(
+        kimi_b8, tmp_path):
+    """optimize and next's candidates have no --drafter (next's candidates, optimize without
+    an --acceptance-file naming one, ask the model's default drafter), yet their refusal said
+    "name a drafter trained at block 16" as predict's does: their fix asks for a default card
+    trained at block 16 and a fit again. predict and next's --query, which can name one
+    (--drafter), keep predict's fix."""
     cands = tmp_path / "c.csv"
     cands.write_text("hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
                      "b300,8,sglang,ddtree,16,32,6,\n")
@@ -519,22 +519,23 @@ def test_optimize_and_nexts_refusal_of_a_block_asks_for_a_default_drafter(kimi_b
     for argv, why in (
             (["optimize", "--block", "16"], "optimize has no --drafter: it asks the model's "
              "default drafter, or the one an --acceptance-file's rows name"),
-            (["next", "--query", "--block 16 --budget 32 --engine sglang --accept 6"],
-             "next has no --drafter: its query and candidates draft with the model's default "
-             "drafter"),
             (["next", "--query", "--block 8 --budget 32 --engine sglang --accept 6",
               "--candidates", str(cands)],
-             "next has no --drafter: its query and candidates draft with the model's default "
-             "drafter")):
+             "next's candidates draft with the model's default drafter (its --query takes "
+             "--drafter)")):
         code, out, err = run_cli(kimi_b8, *argv)
         assert code == 2 and out == "" and err.count("\n") == 1, (argv, err)
         assert err.endswith("(fix: give a block of at most 8, or give kimi-k2.6 a default "
                             "ddtree drafter trained at block 16 " + tail.format(why)
                             + ")\n"), (argv, err)
+    predicts = ("or name a drafter trained at block 16 (its card in data/drafters.csv, with "
+                "its block_size))\n")
     code, _, err = run_cli(kimi_b8, "predict", "--engine", "sglang", "--block", "16",
                            "--budget", "32", "--accept", "6")
-    assert code == 2 and err.endswith("or name a drafter trained at block 16 (its card in "
-                                      "data/drafters.csv, with its block_size))\n"), err
+    assert code == 2 and err.endswith(predicts), err
+    code, _, err = run_cli(kimi_b8, "next", "--query",
+                           "--block 16 --budget 32 --engine sglang --accept 6")
+    assert code == 2 and err.endswith(predicts), err
     # followed (this fit stores no kimi-k2.6 DDTree card: the one here is the default)
     (kimi_b8 / "data" / "drafters.csv").write_text(KIMI_B16)
     code, _, err = run_cli(kimi_b8, "optimize", "--block", "16")

@@ -577,6 +577,7 @@ def check_query(text: str) -> argparse.Namespace:
     parser.add_argument("--accept", type=accept)
     parser.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY, "give the stream count, e.g. "
                                                     "--concurrency 16"))
+    parser.add_argument("--drafter")   # (predict's: which cards exist is the fit's to say)
     try:
         tokens = shlex.split(text)
     except ValueError as err:

@@ -242,6 +242,8 @@ def cmd_next(args: argparse.Namespace) -> int:
     # (the query's warnings are printed once it is answered: an error in --candidates is one
     # line, not warnings of a query that is then refused)
     pending = [*check_drafters(draws, [(query.scenario.model, query.scenario.method)],
+                               drafter=(None if query.scenario.drafter is None
+                                        else query.scenario.drafter.drafter),
                                strict=args.strict),
                *query.warnings, *P.wide_interval_warnings(args.prob, draws.n_draws)]
     left: list = []   # (the file's candidates nobody can measure)

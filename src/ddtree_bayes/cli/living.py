@@ -240,6 +240,10 @@ def _query_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accept", type=accept, help=ACCEPT_HELP)
     add_kv_cache_argument(p, capped="the query's intervals, now and as update and diff print "
                                     "them")
+    p.add_argument("--drafter", metavar="NAME",
+                   help="a drafter card's name, as predict --drafter takes it: the query is "
+                        "answered, now and by update and diff, with that drafter's passes and "
+                        "acceptance")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

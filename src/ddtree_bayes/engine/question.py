@@ -655,10 +655,11 @@ def drafter_acceptance(fit: Fit, sc: Scenario) -> bool:
             or acceptance_prior(fit.priors, sc, drafter) is not None)
 
 
-#: Why ``next``'s refusal of a block above the drafter's trained one cannot ask for a
-#: drafter by name (core/drafters.py ``block_problem``'s ``default_only``).
-NEXT_DRAFTER = ("next has no --drafter: its query and candidates draft with the model's "
-                "default drafter")
+#: Why ``next``'s refusal of a candidate's block above the drafter's trained one cannot ask
+#: for a drafter by name (core/drafters.py ``block_problem``'s ``default_only``); its
+#: ``--query`` takes ``--drafter`` as predict does, so the query's refusal is predict's.
+NEXT_DRAFTER = ("next's candidates draft with the model's default drafter (its --query takes "
+                "--drafter)")
 
 
 def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
@@ -701,8 +702,7 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                               engine=engine, method=config["method"], block=config["block"],
                               budget=config["budget"], verify_tokens=config["verify_tokens"],
                               context_tokens=context, model=flags.model,
-                              kv_cache=flags.kv_cache, drafter=flags.drafter,
-                              default_only=None if query is None else NEXT_DRAFTER)
+                              kv_cache=flags.kv_cache, drafter=flags.drafter)
         if flags.drafter is not None:
             sc = with_drafter(fit, sc, flags.drafter, prefix)
             if request is None and acceptance and not drafter_acceptance(fit, sc):

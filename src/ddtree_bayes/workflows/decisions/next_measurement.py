@@ -95,6 +95,7 @@ def _query_parser() -> _QueryParser:
     add_kv_cache_argument(q)
     q.add_argument("--accept")
     q.add_argument("--concurrency", type=whole_number)
+    q.add_argument("--drafter")   # (as predict's: Flags.of reads it, resolve checks it)
     return q
 
 
@@ -414,7 +415,11 @@ def default_candidates(draws: Fit, query: Query,
 
     same = {"hardware": q.hardware, "gpus": q.gpus, "method": q.method, "block": q.block,
             "budget": q.budget, "context_tokens": q.context_tokens}
-    add("the query itself", q_accept, engine=q.engine, **same)
+    # (a candidate drafts with the model's default drafter: a query naming another is
+    # measured at its configuration with the default one, whose step it shares)
+    add("the query itself" if q.drafter_named is None else
+        f"the query's configuration, with the default drafter (not {q.drafter_named})",
+        q_accept, engine=q.engine, **same)
     bases = draws.meta["model"]["relation_bases"]
     others = [*engines.get(q.pair, []), *bases, *bases.values()]
     for e in dict.fromkeys(others):

@@ -26,7 +26,7 @@ from ddtree_bayes.workflows.living.records import (
 
 # ---------------------------------------------------------------- tracked queries
 QUERY_KEYS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
-              "context", "accept", "model", "kv_cache")
+              "context", "accept", "model", "kv_cache", "drafter")
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,12 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
 
         problem, fix = not_a_model_name(q["model"])
         raise QueryError(f"--model {problem}", fix=fix)
+    if q["drafter"] is not None and (not isinstance(q["drafter"], str) or not q["drafter"].strip()
+                                     or q["drafter"] != q["drafter"].strip()):
+        # (a card's name, as predict --drafter takes it: which cards exist is the fit's to say)
+        raise QueryError(f"--drafter {q['drafter']!r} is not a drafter card's name",
+                         fix="use a name from data/drafters.csv or the built-in cards, e.g. "
+                             "--drafter yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
     if q["accept"] is not None:
         P.parse_accept(str(q["accept"]))
         q["accept"] = str(q["accept"])
@@ -159,7 +165,7 @@ def query_name(query: dict[str, Any]) -> str:
     parts.append((q.get("engine") or "sglang+native").replace(",", "+"))
     parts.append(q.get("method") or "ddtree")
     for key, tag in (("block", "b"), ("budget", "B"), ("verify_tokens", "M"), ("context", "ctx"),
-                     ("accept", "a"), ("kv_cache", "kv")):
+                     ("accept", "a"), ("kv_cache", "kv"), ("drafter", "d")):
         if q.get(key) is not None:
             parts.append(f"{tag}{q[key]}")
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", "-".join(str(p) for p in parts))
@@ -168,8 +174,10 @@ def query_name(query: dict[str, Any]) -> str:
 def _stored(query: dict[str, Any]) -> dict[str, Any]:
     """A query without a ``model`` key when it names none (queries of a fit of one model, in
     ``models/tracked.json`` and in JSON output, stay as before queries could name a model), and
-    without a ``kv_cache`` key when it gives no ``--kv-cache`` (as before queries could)."""
-    return {k: v for k, v in query.items() if k not in ("model", "kv_cache") or v is not None}
+    without a ``kv_cache`` or ``drafter`` key when it gives no ``--kv-cache`` or ``--drafter``
+    (as before queries could)."""
+    return {k: v for k, v in query.items()
+            if k not in ("model", "kv_cache", "drafter") or v is not None}
 
 
 def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = None) -> None:
@@ -182,7 +190,8 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     :func:`query_rows` fills them (:func:`asked_query`: the fit's default question for the
     query's model, the project's when it names none, and the fit's methods table), or
     without a fit (``draws`` None) from the bundled default and ``models/priors.toml`` (the
-    bundled priors when there is none). With a fit, the model's default drafter's trained
+    bundled priors when there is none). With a fit, the model's default drafter's (or the
+    query's ``drafter``'s) trained
     block (its card's ``block_size``) bounds it as predict's does (engine/scenario.py
     ``trained_block_of``): ``--method ddtree --budget 32 --accept 12`` of a drafter trained
     at block 8 was tracked (M = 33 bounded it), where predict refuses above 8; without a fit,
@@ -202,7 +211,7 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
         asked = asked_query(draws, q, drop_ar_flags=False)
         try:
             trained = trained_block_of(draws, asked.get("model"), f["method"], f["block"],
-                                       default_only=TRACK_DRAFTER)
+                                       q.get("drafter"))
         except QueryError:   # (a block above it: refused when asked, else tracked and
             if q["block"] is not None:   # answered "cannot answer it yet")
                 raise
@@ -214,11 +223,6 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     check_accept(parse_accept(q["accept"]), q["accept"],
                  max_accept(f["method"], f["block"], f["budget"], methods, verify,
                             trained_block=trained))
-
-
-#: Why track's refusal of a block cannot ask for a drafter by name (core/drafters.py
-#: ``block_problem``'s ``default_only``): "name a drafter trained at block 16" was its fix.
-TRACK_DRAFTER = "track has no --drafter: a tracked query drafts with the model's default drafter"
 
 
 def _trained_block_here(q: dict[str, Any], f: dict[str, Any], asked: bool,
@@ -250,12 +254,12 @@ def _trained_block_here(q: dict[str, Any], f: dict[str, Any], asked: bool,
     if model is None:
         return None
     cards = drafter_table(paths.own_data_file("drafters.csv", workdir))
-    problem = block_problem(cards, model, f["method"], f["block"], default_only=TRACK_DRAFTER)
+    problem = block_problem(cards, model, f["method"], f["block"], q.get("drafter"))
     if problem is not None:   # (not asked: tracked, as with a fit, bounded by its block)
         if asked:
             raise QueryError(problem[0], fix=problem[1])
         return None
-    trained = trained_block(cards, model, f["method"])
+    trained = trained_block(cards, model, f["method"], q.get("drafter"))
     return None if trained is None else trained[0]
 
 
@@ -475,6 +479,8 @@ def row_label(r: dict, with_model: bool = True, kv_cache: str | None = None) -> 
         parts.append(f"ctx {plain_text(float(r['context_tokens']))}")   # (:g: 1.04858e+06)
     if kv_cache is not None:
         parts.append(f"kv-cache {kv_cache}")
+    if r.get("drafter"):   # (predict --drafter's row names its card)
+        parts.append(f"drafter {r['drafter']}")
     parts.append(f"accept {r['accept']}")
     return " ".join(parts)
 
