@@ -136,3 +136,25 @@ def test_a_designs_block_refusal_asks_for_a_default_drafter_and_following_it_sim
         "my/qwen3-8b-dflash-b32,qwen3-8b,ddtree,dflash_block,5,1.0,0.6,2,a test card,32\n")
     code, _, err = _simulate(work)
     assert code == 0, err
+
+
+def test_one_rule_per_command_class_for_a_context_past_the_card():
+    """simulate refuses a design row past its model card's longest context (above) while
+    predict only warns: one documented rule per command class (docs/cli.md, `simulate`). A
+    design is data nothing can measure: refused. A question is answered and warned of, by
+    the one resolver predict, next --query, track and optimize (acceptance=False) share:
+    Kimi K2.6's card takes 262,144 tokens, so --context 300000 is warned of, not refused."""
+    from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.engine.testing import multi_model_draws
+    from ddtree_bayes.workflows.decisions import parse_query
+
+    line = ("context 300000 is above kimi-k2.6's longest, 262144 tokens "
+            "(max_position_embeddings, its card): the model takes no such context unless its "
+            "RoPE is scaled further, and the answer extrapolates its context cost past it")
+    d = multi_model_draws()
+    asked = Flags(model="kimi-k2.6", context="300000", accept="14")
+    assert line in resolve(d, asked).warnings                          # predict, track
+    assert line in resolve(d, Flags(model="kimi-k2.6", context="300000"),
+                           acceptance=False).warnings                  # optimize
+    assert f"--query: {line}" in parse_query(
+        d, "--model kimi-k2.6 --context 300000 --accept 14").warnings   # next --query
