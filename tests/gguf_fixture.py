@@ -56,7 +56,8 @@ def tensors() -> list[tuple[str, tuple[int, ...], str]]:
                   ("output.weight", (VOCAB, HIDDEN), "Q6_K")]
 
 
-def write(path: Path, extra: dict[str, int] | None = None, shards: int = 1) -> Path:
+def write(path: Path, extra: dict[str, int | list[int]] | None = None,
+          shards: int = 1) -> Path:
     """Write the synthetic file at ``path`` (header from the writer, data left sparse), with
     ``extra`` header keys (uint32) beside the model's own; ``shards`` > 1 splits it as
     ``gguf-split`` does (``<stem>-00001-of-0000N.gguf`` ..., the metadata in the first, the
@@ -73,8 +74,11 @@ def write(path: Path, extra: dict[str, int] | None = None, shards: int = 1) -> P
                        ("tokenizer.ggml.bos_token_id", 128000),
                        ("tokenizer.ggml.eos_token_id", 128009)):
         w.add_uint32(key, value)
-    for key, value in (extra or {}).items():
-        w.add_uint32(key, value)
+    for key, value in (extra or {}).items():   # (a list: an array of uint32, per layer)
+        if isinstance(value, list):
+            w.add_array(key, value)
+        else:
+            w.add_uint32(key, value)
     w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-05)
     w.add_float32("llama.rope.freq_base", 500000.0)
     w.add_string("tokenizer.ggml.model", "gpt2")

@@ -2953,6 +2953,28 @@ def test_a_gguf_context_length_no_model_has_is_refused(tmp_path, value, why):
                               "own GGUF file)")
 
 
+def test_a_gguf_per_layer_context_length_is_one_when_its_entries_agree(tmp_path, quick_hash):
+    """A GGUF whose llama.context_length is a per-layer array was refused by card add ("is
+    [131072, 131072, ...], not a whole number of tokens"): entries that all agree are that
+    one length (131072, as the scalar gives it); different ones are refused, naming them
+    (8192 and 131072, sorted), nothing written."""
+    path = gguf_fixture.write(tmp_path / "m.gguf",
+                              extra={"llama.context_length": [131072] * 4})
+    d = card_files.derive_from_gguf(path)
+    assert d.card["max_context_tokens"] == "131072" and d.facts["max_context_tokens"] == 131072
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    path = gguf_fixture.write(bad / "m.gguf",
+                              extra={"llama.context_length": [131072, 8192, 131072, 131072]})
+    code, out, err = cli(tmp_path, "--gguf", str(path), "--name", "m")
+    assert (code, out) == (2, "")
+    assert err.endswith(f"\nddtree-bayes: error: {path}: 'llama.context_length' is a per-layer list of "
+                   "different lengths (8192, 131072): a model takes one longest context (fix: "
+                   "pass the model's own GGUF file, or write its max_context_tokens in "
+                   "data/models.csv by hand)\n")
+    assert not (tmp_path / "data").exists()
+
+
 @pytest.mark.parametrize("cell, why", [
     ("0", "is 0: a model takes a context of at least 1 token"),
     ("-5", "is -5: a model takes a context of at least 1 token"),

@@ -163,7 +163,9 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                        tied_embeddings=not any(t.kind == "lm_head" for t in tensors),
                        mtp_layers=nextn,
                        max_context_tokens=card_context(
-                           key("{arch}.context_length"), f"{arch}.context_length", str(path),
+                           one_context(key("{arch}.context_length"),
+                                       f"{arch}.context_length", path),
+                           f"{arch}.context_length", str(path),
                            "pass the model's own GGUF file"),
                        intermediate_size=_int(key("{arch}.expert_feed_forward_length")
                                               or key("{arch}.feed_forward_length")))
@@ -221,8 +223,8 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                                  column=name, fix="pass the model's own GGUF file")
         if window and full == layers and not (str(arch) in SWA_PATTERN
                                               or isinstance(pattern, list)):
-            shape.notes.append(unapplied_window(str(arch), window,
-                                                _int(key("{arch}.context_length")), path))
+            shape.notes.append(unapplied_window(str(arch), window, shape.max_context_tokens,
+                                                path))
         elif window and full == layers:
             # the sliding layers cache at most the window (llama.cpp's iSWA cache), not the
             # context: only the full-attention layers' cache grows with it (a per-layer list
@@ -370,6 +372,39 @@ def split_shards(reader, path: Path) -> list[Path]:
                          "holds only some of the model's weights", file=str(path),
                          fix="download every shard into the same folder")
     return shards
+
+
+def one_context(value, key: str, path) -> object:
+    """``<arch>.context_length`` as one value: a per-layer list whose entries all agree is
+    that entry (card add refused it as "not a whole number of tokens"); one of several
+    lengths is refused naming them (a model takes one longest context); anything else is
+    returned for ``card_context`` to check.
+
+    >>> one_context([131072, 131072], "llama.context_length", "m.gguf")
+    131072
+    >>> try:
+    ...     one_context([131072, 8192, 131072], "llama.context_length", "m.gguf")
+    ... except InputError as err:
+    ...     print(err)
+    m.gguf: 'llama.context_length' is a per-layer list of different lengths (8192, 131072): \
+a model takes one longest context (fix: pass the model's own GGUF file, or write its \
+max_context_tokens in data/models.csv by hand)
+    """
+    if not isinstance(value, list):
+        return value
+    if not value:
+        return None   # (an empty list says nothing: as a file without the key)
+    values = set(value)
+    if len(values) == 1:
+        return value[0]
+    try:
+        listed = ", ".join(str(v) for v in sorted(values))
+    except TypeError:   # (entries of several types: as given)
+        listed = ", ".join(repr(v) for v in dict.fromkeys(value))
+    raise InputError(f"{key!r} is a per-layer list of different lengths ({listed}): a model "
+                     "takes one longest context", file=str(path),
+                     fix="pass the model's own GGUF file, or write its max_context_tokens in "
+                         "data/models.csv by hand")
 
 
 def _int(value) -> int | None:
