@@ -1197,3 +1197,38 @@ def test_a_kept_peak_of_the_users_own_source_is_labelled_so(tmp_path):
     assert code == 0, err
     (line,) = [ln for ln in out.splitlines() if ln.startswith("  dense TFLOPS")]
     assert line.split("  ")[-1].strip() == "bf16 given, fp8 your own (kept)", line
+
+
+def test_replace_repairs_its_own_row_whose_compute_capability_the_reader_refuses(tmp_path):
+    """A row of data/hardware.csv whose compute capability the reader refuses ('sm_120', not
+    major.minor) refused the whole file first, so `hardware add mygpu --compute-capability
+    12.0 --replace`, the command that would mend it, exited 2 with the reader's line. Now
+    --replace of that very row reads the file with the cell it gives (12.0) and writes the
+    row, keeping its other figures; nothing else is relaxed: another row's --replace, or the
+    row's own without --replace or without the flag that mends it, is refused as before
+    (the reader's line, nothing written)."""
+    (tmp_path / "data").mkdir()
+    table = tmp_path / "data" / "hardware.csv"
+    table.write_text("hardware,memory,memory_gb,mem_bw_tb_s,interconnect,compute_capability,"
+                     "source,dense_bf16_tflops\n"
+                     "mygpu,GDDR7,32,1.792,PCIe 5.0,sm_120,me,209.5\n"
+                     "other,GDDR7,32,1.792,PCIe 5.0,12.0,me,209.5\n")
+    line = ("ddtree-bayes: error: data/hardware.csv, row 2, column 'compute_capability': compute "
+            "capability 'sm_120' is not one the table can read (fix: write it as major.minor: "
+            "12.0 (sm_120 is CC 12.0))\n")
+    before = listing(tmp_path)
+    for argv in (["other", "--compute-capability", "12.0", "--replace"],
+                 ["mygpu", "--compute-capability", "12.0"],
+                 ["mygpu", "--memory-gb", "24", "--replace"]):
+        code, out, err = run_cli(tmp_path, "hardware", "add", *argv, "--source", "sheet")
+        assert (code, out, err) == (2, "", line), argv
+        assert listing(tmp_path) == before
+    code, out, err = run_cli(tmp_path, "hardware", "add", "mygpu", "--compute-capability",
+                             "12.0", "--replace", "--source", "NVIDIA CUDA GPUs page")
+    assert code == 0, err
+    rows = rows_of(table)
+    assert rows["mygpu"]["compute_capability"] == "12.0"
+    assert {k: rows["mygpu"][k] for k in ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops")} == {
+        "memory_gb": "32", "mem_bw_tb_s": "1.792", "dense_bf16_tflops": "209.5"}
+    assert rows["other"]["source"] == "me"
+    assert hardware_table(tmp_path).rows["mygpu"]["compute_capability"] == "12.0"   # (read)

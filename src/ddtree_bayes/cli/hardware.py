@@ -119,19 +119,20 @@ def _flag(column: str) -> str:
 def cmd_hardware_add(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ddtree_bayes.core.hardware_table import merge_tables
     from ddtree_bayes.workflows.card_files.gpu import (
         gpu_row,
         planned_table,
+        table_to_replace,
         target_file,
         write_gpu_row,
     )
     from ddtree_bayes.workflows.card_files.writing import existing_row
 
     path = target_file(args.hardware_file)
-    table = merge_tables(path if path.exists() else None)   # (a file to create: built-in alone)
     values = {c: getattr(args, c) for c, *_ in FIGURES} | \
         {c: getattr(args, c) for c, _ in TEXTS}
+    # (a file to create: the built-in table alone; --replace may mend the very row it replaces)
+    table = table_to_replace(path, args.name, values, args.replace)
     gpu = gpu_row(table, args.name, values, args.source, like=args.like, file=path)
     after = planned_table(path, gpu, table.header, replace=args.replace)
     written = [] if args.dry_run else write_gpu_row(path, gpu, table.header, replace=args.replace)

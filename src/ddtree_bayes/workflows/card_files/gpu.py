@@ -728,6 +728,49 @@ def _refuse_a_slip(row: dict[str, str], given: list[str]) -> None:
                      f"({too_low if low else too_high})", fix=fix)
 
 
+def table_to_replace(path: Path, name: str, values: dict, replace: bool) -> HardwareTable:
+    """The hardware table ``hardware add`` starts from: the built-in table overlaid by
+    ``path`` (the built-in one alone when there is no file). With ``replace``, a file the
+    reader refuses for a cell of ``name``'s own row that the command gives anew (its
+    compute capability ``sm_120`` with ``--compute-capability 12.0``) is read with that cell
+    as given, so the row the reader refuses can be repaired by the command that replaces it
+    (it refused the file first, and nothing could mend it but an editor). Any other refusal
+    stands: without ``replace``, of another row, or of a column the command does not give."""
+    import csv
+    import io
+
+    from ddtree_bayes.core.data import DataError, plain_text
+    from ddtree_bayes.core.hardware_table import read_records
+
+    if not path.exists():
+        return merge_tables(None)
+    given = {c: v if isinstance(v, str) else plain_text(float(v))
+             for c, v in values.items() if v is not None}
+    text = None
+    mended: set[str] = set()
+    while True:
+        try:
+            return merge_tables(path, user_text=text)
+        except DataError as err:
+            column = err.column
+            if (not replace or err.file != str(path) or err.row is None or column is None
+                    or column not in given or column in mended):
+                raise
+            text, header, body = read_records(str(path), text, "--hardware-file")
+            col, at = header.index(column), header.index("hardware")
+            row = next((v for i, v in body if i == err.row), None)
+            if row is None or at >= len(row) or row[at].strip() != name:
+                raise   # (another row's cell: not this command's to mend)
+            row.extend([""] * (len(header) - len(row)))
+            row[col] = given[column]
+            mended.add(column)
+            out = io.StringIO()
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow(header)
+            writer.writerows(v for _, v in body)
+            text = out.getvalue()
+
+
 def target_file(hardware_file: str | Path | None) -> Path:
     """Where ``hardware add`` writes: ``--hardware-file``, else ``data/hardware.csv`` here."""
     return Path(hardware_file) if hardware_file else Path("data") / "hardware.csv"
