@@ -673,6 +673,32 @@ def test_api_fit_refuses_extra_meta_over_its_own_before_sampling(tmp_path, extra
     assert not (tmp_path / "models").exists()
 
 
+def test_extra_meta_is_checked_once_against_every_key_a_fit_writes(tmp_path):
+    """fit checked extra_meta twice: against OWN_META_KEYS before sampling, and against the
+    metadata it had built after sampling ("a key added to the metadata since"). The second
+    check could only fire for a key fit writes that OWN_META_KEYS lacks; the metadata is now
+    built in one place (fitting.fit_metadata) and checked here to hold no such key (with a
+    user hardware file: its "hardware" key too), so the one check before sampling is the
+    whole rule. No sampling: the metadata of the bundled rows' model."""
+    import shutil
+
+    from ddtree_bayes.core.config import SamplerSettings
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine.fitting import OWN_META_KEYS, FitInputs, fit_metadata, model_spec
+
+    (tmp_path / "data").mkdir()
+    shutil.copy(bundled("measurements.csv"), tmp_path / "data" / "measurements.csv")
+    shutil.copy(bundled("hardware.csv"), tmp_path / "data" / "hardware.csv")
+    inputs = FitInputs.read(priors=bundled("priors.toml"), workdir=tmp_path)
+    assert inputs.hardware.user_file is not None
+    spec = model_spec(inputs, inputs.priors)
+    meta = fit_metadata(inputs, tmp_path / "models", {"attempts": []},
+                        "20260101T000000Z-aaaaaaaa", inputs.measurements, inputs.priors, spec,
+                        SamplerSettings(draws=10), "nutpie", 1, "0" * 64, [], 0, [], {})
+    assert {"remedies", "workdir", "hardware"} <= set(meta)
+    assert set(meta) - OWN_META_KEYS == set()
+
+
 def test_extra_meta_refuses_the_digests_a_saved_fit_writes_over_it():
     """store.save adds cards_sha256 and derived_sha256 to every fit's metadata (with_digests)
     after fit() checked extra_meta against OWN_META_KEYS, which lacked both: extra_meta=

@@ -574,3 +574,15 @@ def test_a_stored_card_takes_its_trained_block_from_the_card_here(tmp_path, monk
     here.write_text(here.read_text().replace(",t,32,no", ",t,16,no"))
     assert S.trained_block_of(draws, None, "ddtree", None, "my/kimi-dflash-b32") == 16
     assert S.named_drafter(draws, "my/kimi-dflash-b32").block_size == 16
+    # named_drafter parsed the fit's stored cards twice (once itself, once in drafter_cards to
+    # find the same card): once now, the same card (the stored one, the block here's)
+    from ddtree_bayes.core import drafters as Dr
+
+    calls = []
+    real = Dr.stored_cards
+    monkeypatch.setattr(Dr, "stored_cards", lambda rows: calls.append(1) or real(rows))
+    card = S.named_drafter(draws, "my/kimi-dflash-b32")
+    assert len(calls) == 1
+    assert card == dataclasses.replace(
+        Dr.card_named(real(older), "my/kimi-dflash-b32"), block_size=16)
+    assert card == Dr.card_named(S.drafter_cards(draws), "my/kimi-dflash-b32")

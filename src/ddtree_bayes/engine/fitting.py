@@ -327,21 +327,14 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
     fit_id = inference.new_fit_id(inputs_hash, seed, models)
     timings["total_s"] = time.perf_counter() - t_start
-    meta = metadata(fit_id, measurements, cfg, spec, settings, used_backend, seed, inputs_hash,
-                     diag_rows, divergences, failures, timings)
-    meta["remedies"] = ladder
+    meta = fit_metadata(inputs, models, ladder, fit_id, measurements, cfg, spec, settings,
+                        used_backend, seed, inputs_hash, diag_rows, divergences, failures,
+                        timings)
+    # (extra_meta was checked once, before sampling, against OWN_META_KEYS: every key
+    # fit_metadata and store.save write, as tests/test_api.py checks)
+    meta.update(extra_meta)
     from ddtree_bayes.engine import store
 
-    meta.update(store.made_in(models.parent))
-    hardware_file = hardware_meta(inputs.hardware)
-    if hardware_file is not None:
-        meta["hardware"] = hardware_file
-    if inputs.proxy is not None:
-        meta["model"]["proxy_card"] = inputs.proxy
-    clash = sorted(set(extra_meta) & set(meta))   # (a key added to the metadata since)
-    if clash:
-        raise ValueError(f"extra_meta would overwrite the fit's own metadata ({', '.join(clash)})")
-    meta.update(extra_meta)
     t_save = time.perf_counter()
     inference.log(progress, f"saving fit {fit_id}")
     path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
@@ -353,8 +346,29 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
                                measurements=measurements, warnings=warnings)
 
 
-#: The metadata keys a fit writes itself (:func:`metadata`, the remedy ladder, where it was
-#: made, the user's hardware file, the digests store.save adds: ``with_digests``):
+def fit_metadata(inputs: FitInputs, models: Path, ladder: dict, fit_id: str, measurements,
+                 cfg: PriorsConfig, spec, settings, backend, seed: int, inputs_hash: str,
+                 diag_rows, divergences, failures, timings) -> dict:
+    """Every metadata key a fit writes itself before ``store.save`` (which adds the digests):
+    :func:`metadata`, the remedy ladder, where it was made, the user's hardware file and a
+    proxy card (inside ``model``); :data:`OWN_META_KEYS` names them all."""
+    from ddtree_bayes.engine import store
+
+    meta = metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_hash,
+                    diag_rows, divergences, failures, timings)
+    meta["remedies"] = ladder
+    meta.update(store.made_in(models.parent))
+    hardware_file = hardware_meta(inputs.hardware)
+    if hardware_file is not None:
+        meta["hardware"] = hardware_file
+    if inputs.proxy is not None:
+        meta["model"]["proxy_card"] = inputs.proxy
+    return meta
+
+
+#: The metadata keys a fit writes itself (:func:`fit_metadata`: :func:`metadata`, the remedy
+#: ladder, where it was made, the user's hardware file; the digests store.save adds:
+#: ``with_digests``):
 #: ``extra_meta`` adds keys beside them, never over them.
 OWN_META_KEYS = frozenset({
     "format_version", "fit_id", "created_utc", "package_version", "libraries", "seed",

@@ -541,21 +541,33 @@ def drafter_cards(draws: Fit, here: bool = True) -> tuple:
     built-in ones overlaid by ``data/drafters.csv`` (the built-in ones alone when that file does
     not load: fit and predict name its problem; or without ``here``: the Python API, whose fit
     may come from another directory)."""
-    from ddtree_bayes.core.drafters import drafter_table, stored_cards
+    from ddtree_bayes.core.drafters import stored_cards
+
+    more = _cards_here(draws, here)
+    cards = _with_blocks_here(stored_cards(draws.meta["model"].get("drafter_cards", ())), more)
+    return cards + tuple(c for c in more if c.drafter not in {s.drafter for s in cards})
+
+
+def _cards_here(draws: Fit, here: bool = True) -> tuple:
+    """The built-in drafter cards overlaid by ``data/drafters.csv`` (:func:`here_drafters`),
+    the built-in ones alone when that file does not load or without ``here``."""
+    from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.errors import InputError
 
-    cards = stored_cards(draws.meta["model"].get("drafter_cards", ()))
     try:
-        more = here_drafters(draws) if here else drafter_table()
+        return here_drafters(draws) if here else drafter_table()
     except InputError:
-        more = drafter_table()
-    # (a name the fit stored is its stored card, as named_drafter looks it up, with the
-    # block_size of the card here: it prices no pass, the fit compares its cards without it
-    # and an older fit stored none; core/drafters.py stored_card_dict, trained_block)
+        return drafter_table()
+
+
+def _with_blocks_here(stored: tuple, more: tuple) -> tuple:
+    """The fit's ``stored`` cards, each with the ``block_size`` of the card of its name in
+    ``more`` (the cards here) where that gives one: it prices no pass, the fit compares its
+    cards without it and an older fit stored none (core/drafters.py stored_card_dict,
+    trained_block)."""
     blocks = {c.drafter: c.block_size for c in more if c.block_size is not None}
-    cards = tuple(dataclasses.replace(c, block_size=blocks[c.drafter])
-                  if c.drafter in blocks else c for c in cards)
-    return cards + tuple(c for c in more if c.drafter not in {s.drafter for s in cards})
+    return tuple(dataclasses.replace(c, block_size=blocks[c.drafter])
+                 if c.drafter in blocks else c for c in stored)
 
 
 def named_drafter(draws: Fit, name: str) -> DrafterCard | None:
@@ -568,10 +580,11 @@ def named_drafter(draws: Fit, name: str) -> DrafterCard | None:
     is the card here's where that gives one (:func:`drafter_cards`: it prices no pass)."""
     from ddtree_bayes.core.drafters import card_named, stored_cards
 
-    stored = stored_cards(draws.meta["model"].get("drafter_cards", ()))
-    if card_named(stored, name) is None:
+    # (the stored cards parsed once: drafter_cards parsed them again to find the same card)
+    stored = card_named(stored_cards(draws.meta["model"].get("drafter_cards", ())), name)
+    if stored is None:
         return card_named(here_drafters(draws), name)
-    return card_named(drafter_cards(draws), name)
+    return _with_blocks_here((stored,), _cards_here(draws))[0]
 
 
 def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str | None:
