@@ -10,10 +10,18 @@ scratch working directory holding copies of this repository's ``data/*.csv`` and
     predict --concurrency 1,8 --format json
     optimize
     next
+    track --hardware h200 --accept 14
+    report --quiet
+    simulate --truth ... --design ...              (data/examples/*_moe_4gpu.*)
+    fit --quiet --format json --seed 7             (a second fit of the same data)
+    compare --fits <first>,latest
     add (one valid B300 row)
     update
+    diff <the fit before update> latest
 
-and prints one table: per input, ``reads/parses`` per command. A read is an ``open`` of the
+(``validate`` is left out: it refits for minutes) and prints one table: per input,
+``reads/parses`` per command; a fit's netCDF files are counted together and, in a row of
+their own, the most reads of any one of them. A read is an ``open`` of the
 file for reading (``h5py.File`` for a fit's netCDF file); a parse is one ``csv.reader`` over
 the text (or the file) or one ``tomllib.loads`` of it, attributed to the file by the loader
 it runs under (``read_csv_file``'s path, ``toml_tables``' / ``parse_priors``' label; a label
@@ -48,7 +56,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 #: (label, argv) of every command measured, in the order they run (add and update last: they
-#: change the data and the latest fit).
+#: change the data and the latest fit; diff after them). ``{first}`` and ``{previous}`` stand
+#: for fit ids: the first fit's, and the one ``latest`` named before it last changed.
 COMMANDS = (
     ("fit", ["fit", "--quiet", "--format", "json"]),
     ("predict --accept 12:16", ["predict", "--accept", "12:16"]),
@@ -56,12 +65,22 @@ COMMANDS = (
                                                  "--format", "json"]),
     ("optimize", ["optimize"]),
     ("next", ["next"]),
+    ("track (add a query)", ["track", "--hardware", "h200", "--accept", "14"]),
+    ("report", ["report", "--quiet"]),
+    ("simulate", ["simulate", "--truth", "data/truth_moe_4gpu.toml",
+                  "--design", "data/design_moe_4gpu.csv"]),
+    ("fit (again, another seed)", ["fit", "--quiet", "--format", "json", "--seed", "7"]),
+    ("compare (the two fits)", ["compare", "--fits", "{first},latest"]),
     ("add (a B300 row)", ["add", "--hardware", "b300", "--gpus", "8", "--engine", "sglang",
                           "--method", "ddtree", "--block", "8", "--budget", "16",
                           "--accept", "5.1", "--tok-s", "321",
                           "--source", "bench/parse_counts.py: a made-up row"]),
     ("update", ["update"]),
+    ("diff (before and after update)", ["diff", "{previous}", "latest"]),
 )
+
+#: The example files ``simulate`` reads, copied into the scratch data/ folder.
+EXAMPLES = ("truth_moe_4gpu.toml", "design_moe_4gpu.csv")
 
 #: Rows of the table, in this order: the inputs (a key per file) and the question.
 INPUT_ROWS = (
@@ -79,6 +98,10 @@ INPUT_ROWS = (
     ("fit: stored priors", "stored priors"),
     ("models/latest.json", "models/latest.json"),
     ("fit: models/fits/<id>.nc", "fit file"),
+    ("fit: the most reads of one .nc file", "fit file (most of one)"),
+    ("models/tracked.json", "models/tracked.json"),
+    ("data/truth_moe_4gpu.toml (simulate)", "data/truth_moe_4gpu.toml"),
+    ("data/design_moe_4gpu.csv (simulate)", "data/design_moe_4gpu.csv"),
 )
 
 #: The loader functions counted (module, name): every module attribute bound to one of them
@@ -118,6 +141,8 @@ def workspace(root: Path) -> Path:
         shutil.copy(f, root / "data" / f.name)
         (root / "data" / f.name).chmod(0o644)
     shutil.copy(ROOT / "models" / "priors.toml", root / "models" / "priors.toml")
+    for name in EXAMPLES:
+        shutil.copy(ROOT / "data" / "examples" / name, root / "data" / name)
     return root
 
 
@@ -132,6 +157,7 @@ class Counts:
         self.reads: Counter[str] = Counter()
         self.parses: Counter[str] = Counter()
         self.calls: Counter[str] = Counter()
+        self.fit_files: Counter[str] = Counter()   # reads per fit file, by its name
         self.labels: list[str] = []   # the loaders' labels, innermost last
         self.stored: dict[str, str] = {}   # text -> "stored ..." (a loaded fit's texts)
 
@@ -142,6 +168,8 @@ class Counts:
         except OSError:
             return None
         if p.suffix == ".nc" and p.parent.name == "fits":
+            self.fit_files[p.name] += 1   # (the most reads of one fit file: a row of its own)
+            self.reads["fit file (most of one)"] = max(self.fit_files.values())
             return "fit file"
         if p.parent.name == "_bundled":
             return f"_bundled/{p.name}"
@@ -315,9 +343,12 @@ def child(workdir: Path, out: Path, argv: list[str]) -> int:
 def run_all(workdir: Path, fit_args: list[str]) -> dict[str, dict]:
     results = {}
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    ids: list[str] = []   # the fit ids latest.json named, in turn
     for label, argv in COMMANDS:
         if argv[0] == "fit":
             argv = argv + fit_args
+        names = {"first": ids[0] if ids else "", "previous": ids[-2] if len(ids) > 1 else ""}
+        argv = [a.format(**names) for a in argv]
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             out = Path(f.name)
         proc = subprocess.run([sys.executable, __file__, "--child", str(workdir), str(out),
@@ -328,6 +359,11 @@ def run_all(workdir: Path, fit_args: list[str]) -> dict[str, dict]:
         out.unlink()
         if results[label]["code"] != 0:
             sys.exit(f"{label}: exit {results[label]['code']}\n{results[label]['stderr']}")
+        latest = workdir / "models" / "latest.json"
+        if latest.is_file():
+            fit_id = json.loads(_raw_text(latest))["fit_id"]
+            if not ids or ids[-1] != fit_id:
+                ids.append(fit_id)
     return results
 
 
