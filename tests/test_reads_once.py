@@ -218,6 +218,9 @@ def test_a_seed_table_row_edited_by_one_caller_is_not_the_next_callers(tmp_path)
     assert load_seed_table(work)[0]["tok_s"] == "133"
 
 
+#: This checkout (the example files simulate reads).
+REPO = Path(__file__).resolve().parent.parent
+
 #: A B300 row for ``add``, valid against the bundled data, priors and cards.
 B300_ROW = ("--hardware", "b300", "--gpus", "8", "--engine", "sglang", "--method", "ddtree",
             "--block", "8", "--budget", "16", "--accept", "5.1", "--tok-s", "321",
@@ -554,3 +557,39 @@ def test_one_report_opens_the_fits_file_once(tmp_path, monkeypatch):
     assert handed["fit_id"] == path.stem
     assert handed["dt"].identical(store.load_datatree(path))
     assert len(handed["dt"]["posterior"].dataset.data_vars) > 0
+
+
+#: Commands naming their input files by flag (each file copied into the working directory):
+#: (argv, the files they name). ``check_text_files`` (cli/args.py) read every such file to
+#: check it is UTF-8 text, then the command read it again: ``simulate`` opened its truth and
+#: design files twice each, ``optimize`` its --acceptance-file, ``next`` its --candidates.
+FLAG_FILES = [
+    (("simulate", "--truth", "truth.toml", "--design", "design.csv"),
+     ("truth.toml", "design.csv")),
+    (("optimize", "--acceptance-file", "acceptance.csv", "--priors", "models/priors.toml",
+      "--format", "json"), ("acceptance.csv", "models/priors.toml")),
+    (("next", "--k", "8", "--candidates", "candidates.csv", "--format", "json"),
+     ("candidates.csv",)),
+    # (and hashed for the card's source: config.json was opened three times)
+    (("card", "add", "--hf-config", "config.json", "--models-file", "mine.csv", "--dry-run"),
+     ("config.json", "mine.csv")),
+]
+
+
+@pytest.mark.parametrize("argv, files", FLAG_FILES, ids=[a[0] for a, _ in FLAG_FILES])
+def test_a_file_a_flag_names_is_read_once(tmp_path, argv, files):
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05, jitter=0.05, n=64)
+    shutil.copy(REPO / "data" / "examples" / "truth_moe_4gpu.toml", work / "truth.toml")
+    shutil.copy(REPO / "data" / "examples" / "design_moe_4gpu.csv", work / "design.csv")
+    shutil.copy(REPO / "data" / "acceptance_reference.csv", work / "acceptance.csv")
+    shutil.copy(REPO / "tests" / "fixtures" / "cards" / "qwen3-30b-a3b" / "config.json",
+                work / "config.json")
+    shutil.copy(bundled("models.csv"), work / "mine.csv")
+    (work / "candidates.csv").write_text(
+        "hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+        "b300,8,sglang,ddtree,16,32,14,0\nb300,8,native,ddtree,16,32,14,0\n")
+    with counting_opens() as opened:
+        code, out, err = run_cli(work, *argv)
+    assert code == 0, err
+    assert {f: opened[(work / f).resolve()] for f in files} == {f: 1 for f in files}
+

@@ -535,6 +535,7 @@ def check_text_files(args: argparse.Namespace) -> None:
     says what it expected there)."""
     from pathlib import Path
 
+    from ddtree_bayes.core import per_call
     from ddtree_bayes.core.errors import InputError
 
     for dest, flag in TEXT_FILES.items():
@@ -542,7 +543,7 @@ def check_text_files(args: argparse.Namespace) -> None:
         if not isinstance(value, str) or not value or not Path(value).is_file():
             continue
         try:
-            Path(value).read_bytes().decode("utf-8")
+            per_call.read_bytes(value).decode("utf-8")   # (the command reads these bytes)
         except UnicodeDecodeError as err:
             raise InputError(f"{flag} {value}: not UTF-8 text (byte {err.start})",
                              fix=f"pass the text file {flag} expects, saved as UTF-8") from None

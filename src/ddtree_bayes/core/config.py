@@ -537,9 +537,11 @@ def load_priors(path: str | Path) -> PriorsConfig:
     >>> cfg.moe_form, cfg.step_form
     ('roofline', 'structured')
     """
+    from ddtree_bayes.core import per_call
+
     path = str(path)
     try:
-        text = Path(path).read_text()
+        text = per_call.read_text(path)   # (once per command: core/per_call.py)
     except OSError as err:
         raise PriorsError(f"cannot read priors file: {err.strerror}", file=path,
                           fix="pass an existing file with --priors") from None

@@ -79,6 +79,12 @@ def read_text(path: str | Path, encoding: str | None = None) -> str:
     return io.TextIOWrapper(io.BytesIO(raw), encoding=encoding).read()
 
 
+def open_text(path: str | Path, encoding: str = "utf-8-sig") -> io.StringIO:
+    """The file as ``open(path, newline="", encoding=encoding)`` reads it (no newline
+    translation: a CSV reader's own; a byte-order mark dropped), from :func:`read_bytes`."""
+    return io.StringIO(read_bytes(path).decode(encoding), newline="")
+
+
 def parsed[T](kind: str, path: str | Path, make: Callable[[], T], *more: Any) -> T:
     """``make()``, the parse ``kind`` of the file ``path`` (and of ``more``: other inputs it
     depends on, hashable), made once per call while the file is unchanged. Give only results

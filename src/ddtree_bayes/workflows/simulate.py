@@ -97,11 +97,12 @@ def load_truth(path: str | Path) -> dict:
     import math
     import tomllib
 
+    from ddtree_bayes.core import per_call
     from ddtree_bayes.core.errors import InputError, typo_fix
 
     path = str(path)
     try:
-        raw = tomllib.loads(Path(path).read_text())
+        raw = tomllib.loads(per_call.read_text(path))
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise InputError(f"cannot read truth file: {err}", file=path,
                          fix="pass a TOML file like data/examples/truth_dense_consumer.toml") from None

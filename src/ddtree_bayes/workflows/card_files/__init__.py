@@ -15,11 +15,13 @@ GGUF file (``ddtree-bayes card add``).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
+from ddtree_bayes.core import per_call
 from ddtree_bayes.core.bench_import.identity import size_in_name, sizes_differ
 from ddtree_bayes.core.errors import InputError, closest
 from ddtree_bayes.core.model_cards import CARD_HEADER, OPTIONAL_CARD_COLUMNS
@@ -57,8 +59,13 @@ __all__ = ["CARD_HEADER", "DRAFTER_HEADER", "Derived", "Written", "check_cards",
            "derive_from_hf_config", "existing_row", "write_cards"]
 
 
-def _source(path: Path) -> str:
-    return f"{file_label(path)} (sha256 {sha256_of(path)})"
+def _source(path: Path, read: bool = False) -> str:
+    """The file and its SHA-256, as a card's source names them. ``read``: a text file the
+    command has read whole (config.json: its bytes once per command, core/per_call.py); else
+    hashed in chunks (a GGUF file of gigabytes)."""
+    digest = (hashlib.sha256(per_call.read_bytes(path)).hexdigest() if read
+              else sha256_of(path))
+    return f"{file_label(path)} (sha256 {digest})"
 
 
 def check_name_size(derived: Derived, file: Path, given: bool) -> Derived:
@@ -102,7 +109,7 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
     EAGLE-3 draft config, or of a separate draft model (a model's own config with
     ``target``)."""
     cfg, file = read_config(path)
-    source = _source(file)
+    source = _source(file, read=True)
     default = cfg.get("_name_or_path") or file.resolve().parent.name
     if is_eagle3(cfg):
         if not target:

@@ -22,6 +22,7 @@ import json
 import math
 from pathlib import Path
 
+from ddtree_bayes.core import per_call
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.core.model_cards import card_context
 from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
@@ -112,7 +113,8 @@ def read_config(path: str | Path) -> tuple[dict, Path]:
         raise InputError("no config.json there", file=str(path),
                          fix="pass a model's config.json, or the folder that holds it")
     try:
-        cfg = json.loads(path.read_text(encoding="utf-8-sig"))   # (a BOM some editors add)
+        # (a BOM some editors add; the bytes the CLI's check read: once, core/per_call.py)
+        cfg = json.loads(per_call.read_text(path, encoding="utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InputError(f"not a JSON config: {err}", file=str(path),
                          fix="pass the model's config.json as downloaded") from None

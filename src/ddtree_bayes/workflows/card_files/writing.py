@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from ddtree_bayes.core import per_call
 from ddtree_bayes.core.data import csv_line, read_records
 from ddtree_bayes.core.errors import DataError, InputError
 from ddtree_bayes.workflows.living.records import exclusive_lock, write_text_atomically
@@ -42,7 +43,8 @@ def plan_text(path: Path, seed_text: str, key: str, rows: list[dict[str, str]], 
     written: a name that exists without ``replace``, a column the file lacks (but for the
     ``optional`` columns, added to its header when a row fills them: the file's other rows
     leave them blank)."""
-    text = path.read_text(encoding="utf-8-sig") if path.is_file() else seed_text
+    text = (per_call.read_text(path, encoding="utf-8-sig") if path.is_file()   # (once a call)
+            else seed_text)
     _, header, body = read_records(str(path), text)
     add = [c for c in optional if c not in header and any(str(r.get(c, "")).strip() for r in rows)]
     if add:

@@ -151,9 +151,11 @@ def read_acceptance_rows(path: str | Path, method: str, block: int,
     row is): ``limit(method, block, budget)`` is what a step of that configuration can emit
     (:func:`~ddtree_bayes.core.methods.max_accept`); a row above it is refused, as
     ``predict --accept`` refuses it."""
+    from ddtree_bayes.core import per_call
+
     path = str(path)
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
+        with per_call.open_text(path) as fh:   # (the bytes the CLI's check read: once)
             reader = csv.DictReader(fh)   # (rows numbered by the line each record ends on)
             lines = [(rec, reader.line_num) for rec in reader]
             header = reader.fieldnames or []

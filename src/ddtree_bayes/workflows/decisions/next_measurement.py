@@ -568,12 +568,13 @@ def read_candidates(draws: Fit, path: str | Path, query: Query | None = None, *,
     fit never measured nor declares is named in ``warnings`` as predict names it (an error
     with ``strict``): a typo would otherwise be ranked as a new engine; so is a candidate on
     more GPUs than one node holds (engine/scenario ``node_warning``)."""
+    from ddtree_bayes.core import per_call
     from ddtree_bayes.engine.question import Flags, check_names
     from ddtree_bayes.engine.scenario import drafter_cards, node_warning
 
     path = str(path)
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
+        with per_call.open_text(path) as fh:   # (the bytes the CLI's check read: once)
             reader = csv.DictReader(fh)   # (rows numbered by the line each record ends on)
             # names stripped, as read_csv_file strips a measurement file's ("engine, method")
             header = [h.strip() for h in reader.fieldnames or []]
