@@ -593,3 +593,28 @@ def test_a_file_a_flag_names_is_read_once(tmp_path, argv, files):
     assert code == 0, err
     assert {f: opened[(work / f).resolve()] for f in files} == {f: 1 for f in files}
 
+
+def test_one_diff_reads_each_fit_file_once(tmp_path, monkeypatch):
+    """``diff`` opened each of its two fits' netCDF files twice: once for the draws
+    (``load_fit``), once more for the dimensions of each variable (``variable_dims``, which
+    ``load_fit`` had read already: the parameters' labels), so the same question was answered
+    from two reads by two pieces of code. Now once each (``Fit.dims``, read with the draws).
+    (This h5py-written fit has no dimension scales: its labels are indices, as before.)"""
+    from ddtree_bayes.engine import store
+    from test_cli_support import FIT_ID, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05, n=64, jitter=0.02)
+    other = "20260101T000002Z-lin"
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                         work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                         fit_id=other, n=64, noise_sd=0.08, jitter=0.02)
+    paths = [store.resolve(work / "models", i).resolve() for i in (FIT_ID, other)]
+    with counting_opens() as py_opened, counting_fit_opens(monkeypatch) as h5_opened:
+        code, out, err = run_cli(work, "diff", FIT_ID, other, "--format", "json")
+    assert code == 0, err
+    assert [py_opened[p] + h5_opened[p] for p in paths] == [1, 1]
+    import json
+
+    names = {p["parameter"] for p in json.loads(out)["parameters"]}
+    assert {"step_ar_ms[0]", "noise_sd", "moe_share[0]"} <= names, sorted(names)
+

@@ -49,6 +49,10 @@ class Fit:
     data_csv: str
     priors_toml: str
     hardware_csv: str
+    #: each posterior variable's dimensions after (chain, draw), as its artifact names them
+    #: (the netCDF dimension scales xarray attaches: ``spec_fixed_engine`` -> ``("engine",)``;
+    #: engine/store.py ``load_fit``); a variable without them, or an in-memory fit: none
+    dims: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
     #: lookups derived from the fit's inputs, computed on first use (engine/structure.py)
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

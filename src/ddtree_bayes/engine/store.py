@@ -396,31 +396,12 @@ def load_fit(path: Path, *, rederive: bool = True, measurements: Measurements | 
     _check_gates(meta, path, _Draws(variables, chains, element_names, diverging)
                  if labels else None, rederive=rederive)
     fit = Fit(path=path, meta=meta, variables=variables, data_csv=texts[0],
-              priors_toml=texts[1], hardware_csv=texts[2])
+              priors_toml=texts[1], hardware_csv=texts[2],
+              dims={name: tuple(dims) for name, dims in dims_of.items()})
     if measurements is not None:
         fit.knowing(measurements)
     _check_model(fit, labelled=bool(labels))
     return fit
-
-
-def variable_dims(path: Path) -> dict[str, tuple[str, ...]]:
-    """Each posterior variable's dimensions after (chain, draw), as the artifact at ``path``
-    names them (the netCDF dimension scales xarray attaches: ``spec_fixed_engine`` ->
-    ``("engine",)``); a variable without them, or a file that is not such an artifact (an
-    in-memory fit), is left out."""
-    import h5py
-
-    out: dict[str, tuple[str, ...]] = {}
-    try:
-        with h5py.File(path, "r") as fh:
-            for name, ds in fh["posterior"].items():
-                dims = [ds.dims[i][0].name.rsplit("/", 1)[-1] if len(ds.dims[i]) else None
-                        for i in range(2, ds.ndim)]
-                if all(dims):
-                    out[name] = tuple(d for d in dims if d)
-    except (OSError, KeyError, ValueError, TypeError, AttributeError):
-        return {}
-    return out
 
 
 def _one_line(err: BaseException) -> str:

@@ -15,10 +15,11 @@ from ddtree_bayes.core.errors import DDTreeBayesError
 def scalar_parameters(draws, include_auxiliary: bool = False) -> dict[str, Any]:
     """``{"moe_share[b300x8]": draws, ...}`` for every scalar of the posterior, labelled by
     coordinate: the variable's own dimensions as its artifact names them
-    (:func:`~ddtree_bayes.engine.store.variable_dims`), else the labels of the fit's diagnostics, else the one
-    coordinate of its length. The non-centred auxiliaries (``*_z``) are left out unless asked
-    for. A constant parameter the diagnostics leave out (one engine's ``spec_fixed_engine``),
-    with every coordinate of length 1, was labelled by its index: ``spec_fixed_engine[0]``."""
+    (:attr:`~ddtree_bayes.engine.posterior.Fit.dims`, read with its draws), else the labels
+    of the fit's diagnostics, else the one coordinate of its length. The non-centred
+    auxiliaries (``*_z``) are left out unless asked for. A constant parameter the
+    diagnostics leave out (one engine's ``spec_fixed_engine``), with every coordinate of
+    length 1, was labelled by its index: ``spec_fixed_engine[0]``."""
     import itertools
 
     import numpy as np
@@ -29,9 +30,7 @@ def scalar_parameters(draws, include_auxiliary: bool = False) -> dict[str, Any]:
         if rest:
             labels_by_var.setdefault(name, []).append(rest[:-1])
     coords = draws.meta.get("coords", {})
-    from ddtree_bayes.engine.store import variable_dims
-
-    dims = variable_dims(draws.path) if draws.path is not None and draws.path.is_file() else {}
+    dims = draws.dims
     out: dict[str, Any] = {}
     for name, arr in draws.variables.items():
         if name.endswith("_z") and not include_auxiliary:
