@@ -618,3 +618,24 @@ def test_one_diff_reads_each_fit_file_once(tmp_path, monkeypatch):
     names = {p["parameter"] for p in json.loads(out)["parameters"]}
     assert {"step_ar_ms[0]", "noise_sd", "moe_share[0]"} <= names, sorted(names)
 
+
+def test_next_parses_the_fits_header_once(tmp_path, monkeypatch):
+    """``next`` parsed the header line of the fit's measurement text once per candidate (a
+    ``csv.reader`` over the line, to write each simulated row under it): 8 times for the
+    bundled fit's candidates. The header is the fit's measurements' (``Measurements.header``),
+    parsed once."""
+    import csv
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05, jitter=0.05, n=64)
+    lines: list[int] = []
+    real = csv.reader
+
+    def reader(f, *args, **kwargs):
+        if isinstance(f, list):
+            lines.append(len(f))
+        return real(f, *args, **kwargs)
+
+    monkeypatch.setattr(csv, "reader", reader)
+    code, out, err = run_cli(work, "next", "--k", "8", "--format", "json")
+    assert code == 0, err
+    assert len(lines) <= 1, lines

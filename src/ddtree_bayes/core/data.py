@@ -236,6 +236,12 @@ class Measurements:
         return self.rows[0].model
 
     @cached_property
+    def header(self) -> tuple[str, ...]:
+        """The file's header as written (its first line's fields; none for an empty text),
+        parsed once: what a row written under it (``next``'s simulated rows) follows."""
+        return tuple(next(csv.reader([self.text.splitlines()[0]]))) if self.text.strip() else ()
+
+    @cached_property
     def models(self) -> tuple[str, ...]:
         """Distinct target models, sorted."""
         return tuple(sorted({r.model for r in self.rows}))

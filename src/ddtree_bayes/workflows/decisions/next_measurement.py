@@ -819,7 +819,7 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
 
     sc = candidate.scenario
     old = draws.measurements
-    header = next(csv.reader([old.text.splitlines()[0]])) if old.text.strip() else []
+    header = old.header   # (the fit's, parsed once)
     number = max((r.row for r in old.rows), default=1) + 1
     a = 1.0 if candidate.accept_len is None else float(candidate.accept_len)
     q_sc = query.scenario
