@@ -1067,3 +1067,38 @@ def test_the_first_difference_of_a_derived_value_is_named_to_its_key():
     assert first({"a": 1, "b": 2}, {"a": 1}, "m") == ("m.b", "2", "none")
     assert first([1, 2], [1, 2, 3], "m") == ("m", "2 entries", "3 entries")
     assert first(1.0, 1.0 + 1e-12, "m") is None and first(1.0, 1.1, "m") == ("m", "1.0", "1.1")
+
+
+def test_a_fit_and_a_reweighted_fit_record_their_inputs_by_one_function(tmp_path):
+    """``fit`` (engine/fitting.py ``metadata``) and ``update``'s reweighted fit
+    (workflows/living/reweight.py ``save_reweighted``) each wrote the ``data``, ``priors`` and
+    ``inputs_sha256`` fields themselves, the same seven lines twice; both now take them from
+    ``store.inputs_meta``. On the bundled files: the measurement file's resolved path, the
+    SHA-256 of its text and its rows, the priors file's path and SHA-256."""
+    import inspect
+    import shutil
+
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine import fitting
+    from ddtree_bayes.workflows.living import reweight
+
+    shutil.copy(bundled("measurements.csv"), tmp_path / "m.csv")
+    shutil.copy(bundled("priors.toml"), tmp_path / "p.toml")
+    link = tmp_path / "via"
+    link.symlink_to(tmp_path)
+    text = (tmp_path / "m.csv").read_text()
+    m = load_measurements(str(link / "m.csv"), load_hardware(str(bundled("hardware.csv"))))
+    cfg = load_priors(link / "p.toml")
+    rows = sum(1 for line in text.splitlines()[1:] if line.strip())
+    assert store.inputs_meta(m, cfg, "abc") == {
+        "data": {"path": str(tmp_path / "m.csv"),
+                 "sha256": hashlib.sha256(text.encode()).hexdigest(), "rows": rows},
+        "priors": {"path": str(tmp_path / "p.toml"),
+                   "sha256": hashlib.sha256((tmp_path / "p.toml").read_bytes()).hexdigest()},
+        "inputs_sha256": "abc"}
+    for writer in (fitting.metadata, reweight.save_reweighted):
+        source = inspect.getsource(writer)
+        assert "store.inputs_meta(measurements, cfg, inputs_hash)" in source
+        assert '"sha256": measurements.sha256' not in source

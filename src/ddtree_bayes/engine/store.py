@@ -22,7 +22,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from ddtree_bayes.core.errors import FULL_ERRNOS, ArtifactError, InputError
 from ddtree_bayes.engine.posterior import Fit
 
 if TYPE_CHECKING:
+    from ddtree_bayes.core.config import PriorsConfig
     from ddtree_bayes.core.data import Measurements
 
 FORMAT_VERSION = 1
@@ -1161,6 +1162,24 @@ def fit_order(created_utc: str | None, fit_id: str, name: str = ""
     parts = FIT_ID_RE.fullmatch(fit_id)
     base, n = (parts.group(1), int(parts.group(2) or 1)) if parts else (fit_id, 1)
     return (created_utc or id_time(fit_id), base, n, fit_id, name)
+
+
+def inputs_meta(measurements: Measurements, cfg: PriorsConfig, inputs_hash: str) -> dict[str, Any]:
+    """What a new fit records of the inputs it was made on (``fit`` and ``update``'s
+    reweighted fit alike): the measurement file's resolved path, the SHA-256 of its text and
+    its row count, the priors file's path and SHA-256, and the hash of all the inputs
+    (engine/inference.py ``inputs_sha256``), which staleness checks compare.
+
+    >>> from types import SimpleNamespace as N
+    >>> m = N(path="/d/m.csv", sha256="ab", rows=(1, 2, 3))
+    >>> inputs_meta(m, N(path="/d/p.toml", sha256="cd"), "ef")
+    {'data': {'path': '/d/m.csv', 'sha256': 'ab', 'rows': 3}, \
+'priors': {'path': '/d/p.toml', 'sha256': 'cd'}, 'inputs_sha256': 'ef'}
+    """
+    return {"data": {"path": str(Path(measurements.path).resolve()),
+                     "sha256": measurements.sha256, "rows": len(measurements.rows)},
+            "priors": {"path": str(Path(cfg.path).resolve()), "sha256": cfg.sha256},
+            "inputs_sha256": inputs_hash}
 
 
 def id_time(fit_id: str) -> str:
