@@ -252,3 +252,32 @@ def test_the_asked_systems_own_rows_shape_a_method_whether_or_not_it_is_the_defa
     # the default's own method keeps the default's shape, as before
     own = resolve(fit, Flags(model=LLAMA, hardware="h100", gpus=1, method="eagle3"))
     assert (own.asked[0].scenario.block, own.asked[0].scenario.budget) == (7, 7)
+
+
+def test_the_context_a_blank_context_takes_is_read_in_one_place():
+    """Which context does a question without --context, or a row with a blank
+    context_tokens, take? The fit's default_context_tokens: engine/question.py asked it through
+    ``blank_context``, and eight other places (the scenario, the rows behind a question, the
+    anchors and the blank-acceptance rows of the predictive, the fitted rows, optimize's
+    measured budgets, the crossover check) read the metadata field themselves, with three
+    fallbacks between them (none, ``or 0.0``, ``float``). All ask ``posterior.blank_context``
+    now: a fit stored at 4096 tokens answers 4096 through the scenario and the rows behind."""
+    import re
+
+    from ddtree_bayes.engine.posterior import blank_context
+    from ddtree_bayes.engine.scenario import resolve_scenario
+    from ddtree_bayes.engine.transfer import rows_behind
+
+    d = point_mass_draws(n=4)
+    d.meta["model"]["default_context_tokens"] = 4096.0
+    sc = resolve_scenario(d, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                          block=16, budget=32, verify_tokens=None, context_tokens=None)
+    assert sc.context_tokens == blank_context(d) == 4096.0
+    blank_rows = [r for r in d.measurements.rows if r.context_tokens is None]
+    assert blank_rows and rows_behind(d, sc).max_context == 4096.0
+    src = Path(P.__file__).resolve().parent.parent
+    readers = sorted(str(f.relative_to(src)) for f in src.rglob("*.py")
+                     if re.search(r"""(\["|get\(")default_context_tokens"""
+                                  r"""("\]|"\))""", f.read_text())
+                     and f.name != "posterior.py")
+    assert readers == [], readers

@@ -22,7 +22,7 @@ import numpy as np
 from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.data import Measurements
-from ddtree_bayes.engine.posterior import Fit
+from ddtree_bayes.engine.posterior import Fit, blank_context
 from ddtree_bayes.engine.scenario import row_scenario
 from ddtree_bayes.engine.structure import draft_structure
 from ddtree_bayes.engine.target_models import row_pair
@@ -260,7 +260,7 @@ def check_measurements(draws: Fit, prob: float = 0.9, seed: int = DEFAULT_SEED) 
     for c, idx in enumerate(C.rows_of(mo.row_config, len(mo.first))):
         below[idx] = np.searchsorted(ordered[:, c], tok[idx] / scale[idx], side="left")
     percentile = (below / draws.n_draws).tolist()
-    default_ctx = draws.meta["model"]["default_context_tokens"]
+    default_ctx = blank_context(draws)
     names = ["median"] + [f"{side}{p * 100:g}" for p in probs for side in ("lo", "hi")]
     values = (scale[:, None] * quant[:, mo.row_config].T).tolist()      # (rows, quantiles)
     config_of = [rows[i].row for i in mo.first]

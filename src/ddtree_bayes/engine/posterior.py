@@ -150,3 +150,19 @@ class Fit:
             raise ValueError("these measurements are not the fit's")
         self.__dict__["measurements"] = measurements
         return self
+
+
+def blank_context(fit: Fit) -> float:
+    """The context a row or a question with a blank ``context_tokens`` takes: the fit's
+    ``default_context_tokens`` (the priors' ``[model]`` entry; 0 for a stand-in without it),
+    as :meth:`~ddtree_bayes.core.data.Measurement.context` reads it. The one reader of that
+    field: the question's context, the rows behind it, the anchors, the fitted rows, the
+    crossover check and optimize's measured budgets all ask here.
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> d = point_mass_draws(n=2)
+    >>> d.meta["model"]["default_context_tokens"] = 4096.0
+    >>> blank_context(d), blank_context(object())
+    (4096.0, 0.0)
+    """
+    return float(getattr(fit, "meta", {}).get("model", {}).get("default_context_tokens") or 0.0)

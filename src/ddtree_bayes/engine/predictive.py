@@ -40,7 +40,7 @@ from ddtree_bayes.engine.ceiling import (
     step_rate,
 )
 from ddtree_bayes.engine.explain import explain_row
-from ddtree_bayes.engine.posterior import Fit
+from ddtree_bayes.engine.posterior import Fit, blank_context
 from ddtree_bayes.engine.question import AcceptSource, Question
 from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenario, P.check_fit, ...)
     NOT_FITTED_PRIORS,
@@ -160,7 +160,7 @@ def blank_accept_rows(draws: Fit, sc: Scenario) -> str:
 
 
 def _blank_accept_rows(draws: Fit, sc: Scenario) -> str:
-    default_ctx = draws.meta["model"]["default_context_tokens"]
+    default_ctx = blank_context(draws)
     rows = [r for r in fit_rows(draws)
             if row_pair(draws, r) == sc.pair and r.engine == sc.engine
             and r.method == sc.method and r.block == sc.block and r.budget == sc.budget
@@ -294,7 +294,7 @@ def other_engines_ar(draws: Fit, sc: Scenario) -> str:
 def _other_engines_ar(draws: Fit, sc: Scenario) -> str:
     seen: dict[str, list[float]] = {}
     for r in fit_rows(draws):
-        ctx = r.asked_context(draws.meta["model"]["default_context_tokens"])
+        ctx = r.asked_context(blank_context(draws))
         if (r.method == AR_METHOD and r.engine != sc.engine and row_pair(draws, r) == sc.pair
                 and (r.concurrency, ctx) == (sc.concurrency, sc.context_tokens)):
             seen.setdefault(r.engine, []).append(r.tok_s)
@@ -771,7 +771,7 @@ def _anchor_candidates(draws: Fit) -> dict:
     (core/likelihood.py), with discrepancies of their own, so a query of one drafter is never
     anchored to another's (``predict --drafter`` of the Kimi K2.5 head on the RTX PRO 6000 was
     anchored to the K2.6 head's measured row: 123 tok/s where the K2.5 row measured 112.5)."""
-    default_ctx = draws.meta["model"]["default_context_tokens"]
+    default_ctx = blank_context(draws)
     held = tuple(draws.meta.get("held_out_rows", ()))
     memo = draws.memo.setdefault("anchor_candidates", {})
     groups = memo.get(held)

@@ -37,7 +37,7 @@ from ddtree_bayes.core.data import (
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.methods import MethodSpec, always_tree
 from ddtree_bayes.core.pairs import split_label
-from ddtree_bayes.engine.posterior import Fit
+from ddtree_bayes.engine.posterior import Fit, blank_context
 from ddtree_bayes.engine.scenario import (
     AcceptRequest,
     Scenario,
@@ -480,13 +480,6 @@ def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "
                 "" if u.kind == "hardware" else ", or drop --strict to answer anyway"))
         warnings.append(prefix + u.message())
     return tuple(warnings)
-
-
-def blank_context(fit: Fit) -> float:
-    """The context a row with a blank ``context_tokens`` was fitted at: the fit's
-    ``default_context_tokens`` (the priors' ``[model]`` entry; 0 for a stand-in without it),
-    as :meth:`~ddtree_bayes.core.data.Measurement.context` reads it."""
-    return float(getattr(fit, "meta", {}).get("model", {}).get("default_context_tokens") or 0.0)
 
 
 def context_warnings(fit: Fit, context: float | None, model: str | None = None, prefix: str = ""

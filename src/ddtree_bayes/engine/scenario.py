@@ -43,7 +43,7 @@ from ddtree_bayes.core.methods import (
 )
 from ddtree_bayes.core.pairs import pair_label, read_features, split_label
 from ddtree_bayes.core.row_notes import context_above_max, read_floor_text, step_reach_above_max
-from ddtree_bayes.engine.posterior import Fit
+from ddtree_bayes.engine.posterior import Fit, blank_context
 
 SEED_BAND = 0.30  # the original estimator's flat +-30%
 
@@ -870,7 +870,7 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
     if verify_tokens < 1:
         raise QueryError("--verify-tokens must be >= 1", fix="give a positive whole number")
     if context_tokens is None:
-        context_tokens = draws.meta["model"]["default_context_tokens"]
+        context_tokens = blank_context(draws)
     if context_tokens < 0:
         raise QueryError("--context must be >= 0", fix="give the context length in tokens")
     if concurrency < 1:

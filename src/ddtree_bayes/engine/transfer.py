@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.engine.posterior import Fit
+from ddtree_bayes.engine.posterior import Fit, blank_context
 from ddtree_bayes.engine.scenario import Scenario
 
 
@@ -116,7 +116,7 @@ def measured_rows(draws: Fit, system: str) -> RowsBehind:
 
     cache = draws.memo.setdefault("measured_rows", {})
     if system not in cache:
-        blank = float(draws.meta["model"].get("default_context_tokens") or 0.0)
+        blank = blank_context(draws)
         rows = [r for r in fit_rows(draws) if row_pair(draws, r) == system]
         cache[system] = RowsBehind(
             system, True, system,

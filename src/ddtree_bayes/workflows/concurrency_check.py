@@ -111,11 +111,12 @@ def crossovers(draws, rows: list[Measurement], seed: int) -> list[dict]:
     concurrency (None: speculation is faster at every C of the sweep), and P(faster than
     AR) at each C."""
     from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.posterior import blank_context
 
     rng = np.random.default_rng(seed)
     out = []
     # (a blank context is the fit's default, as the fit read it; this read it as 0)
-    blank = draws.meta["model"]["default_context_tokens"]
+    blank = blank_context(draws)
     # (each drafter's rows apart, as the fit keys their acceptance and configurations)
     keys = sorted({(m.method, m.block, m.budget, m.context(blank), m.drafter) for m in rows
                    if m.method != "ar"}, key=str)

@@ -23,7 +23,7 @@ from ddtree_bayes.engine.ceiling import (
     routing_row,
     step_rate,
 )
-from ddtree_bayes.engine.posterior import Fit
+from ddtree_bayes.engine.posterior import Fit, blank_context
 from ddtree_bayes.engine.question import (
     context_warnings,
     default_question,
@@ -123,7 +123,7 @@ def unused_acceptances(draws: Fit, sc: P.Scenario, block: int, budgets: tuple[in
     measured at 13.1, shown at the curve's 10.0 beside "anchored to the measured ddtree budget
     32")."""
     seen: dict[int, list[float]] = {}
-    default_ctx = draws.meta["model"]["default_context_tokens"]
+    default_ctx = blank_context(draws)
     for r in fit_rows(draws):   # (not the rows a validation fold holds out)
         ctx = r.asked_context(default_ctx)
         if (row_pair(draws, r) == sc.pair and r.method == sc.method and r.block == block
