@@ -315,7 +315,10 @@ def test_one_reweighting_update_parses_each_input_once(fitted_workdir, tmp_path,
     the proposal's view of the new data, the reweighted fit's copy), the model and drafter
     cards twice (its inputs, then the cards' changes since the fit), and the stored priors and
     hardware table twice (the previous fit's, and the same texts again in the reweighted
-    fit). Now each text once (the priors file and the stored copy, one text: once)."""
+    fit). Now each text once (the priors file and the stored copy, one text: once). And it
+    read the previous fit's netCDF file twice: loaded (h5py), then copied byte for byte into
+    the reweighted fit (``save_resampled``); now once (``store.load_held``)."""
+    from ddtree_bayes.engine import store
     from test_living_update import copy_work
 
     work = copy_work(fitted_workdir[0], tmp_path / "w")
@@ -324,9 +327,13 @@ def test_one_reweighting_update_parses_each_input_once(fitted_workdir, tmp_path,
     assert run_cli(work, "add", *B300_ROW)[0] == 0
     new_text = (work / "data" / "measurements.csv").read_text()
     stored_hardware = latest_stored_hardware(work)
-    with counting_inputs(monkeypatch) as parsed:
+    previous = store.resolve(work / "models").resolve()
+    with (counting_inputs(monkeypatch) as parsed, counting_opens() as py_opened,
+          counting_fit_opens(monkeypatch) as h5_opened):
         code, out, err = run_cli(work, "update", "--format", "json")
     assert code == 0, err
+    assert py_opened[previous] + h5_opened[previous] == 1, (py_opened[previous],
+                                                            h5_opened[previous])
     import json
 
     assert json.loads(out)["made_by"] == "psis-reweight"

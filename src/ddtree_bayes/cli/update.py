@@ -244,7 +244,7 @@ def cmd_update(args: argparse.Namespace) -> int:
 
     t_start = time.perf_counter()
     models = paths.models_dir()
-    previous = store.load_fit(store.resolve(models))
+    previous = store.load_held(store.resolve(models))   # (a reweight copies it: read once)
     tracked = living.load_tracked(models)  # a malformed tracked.json stops us before the refit
     prev_id = previous.meta["fit_id"]
     data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")

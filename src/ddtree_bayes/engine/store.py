@@ -215,9 +215,8 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
     A copy of the parent's file, its posterior overwritten in place with h5py and the two
     data groups rewritten with h5netcdf: the layout xarray writes (``load_fit`` and
     ``load_datatree`` read it like any fit) without importing xarray (~1 s) or re-creating
-    every variable through h5netcdf (~1 s)."""
-    import shutil
-
+    every variable through h5netcdf (~1 s). The copy is of the bytes the command holds
+    (:func:`load_held` read them, core/per_call.py): the parent is read once."""
     import h5netcdf
     import h5py
 
@@ -228,7 +227,10 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
     os.close(fd)
     index = np.asarray(index)
     try:
-        shutil.copyfile(parent, tmp)
+        from ddtree_bayes.core import per_call
+
+        with open(tmp, "wb") as out:
+            out.write(per_call.read_bytes(parent))
         with h5py.File(tmp, "r+") as fh:
             post = fh["posterior"]
             shape = (post["chain"].shape[0], post["draw"].shape[0])
@@ -313,6 +315,24 @@ def _unreadable(path: Path, err: BaseException) -> ArtifactError:
     """The one line for a fit file that cannot be opened or read as a fit."""
     return ArtifactError(f"{path} is not a readable ddtree-bayes fit ({_one_line(err)}) "
                          "(fix: re-run `ddtree-bayes fit`)")
+
+
+def load_held(path: Path, **kwargs) -> Fit:
+    """:func:`load_fit` (``kwargs`` as it takes them) of the fit file's bytes as
+    core/per_call.py holds them for the command, so that a command that copies the file later
+    in the same call (``update``'s reweight: :func:`save_resampled`) reads it once. A file
+    those bytes cannot be read or opened from is :func:`load_fit`'s, with its one line;
+    outside a call, the disk each time."""
+    import h5py
+
+    from ddtree_bayes.core import per_call
+
+    try:
+        fh = h5py.File(io.BytesIO(per_call.read_bytes(path)), "r")
+    except (OSError, KeyError, ValueError, TypeError):
+        return load_fit(path, **kwargs)   # (its error names the file and the problem)
+    with fh:
+        return load_fit(path, handle=fh, **kwargs)
 
 
 @contextlib.contextmanager

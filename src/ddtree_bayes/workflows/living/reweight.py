@@ -82,7 +82,7 @@ def proposal_of(previous, models: Path):
     if previous.meta.get("made_by") != MADE_BY_REWEIGHT or not info:
         return previous, None
     try:
-        return store.load_fit(store.resolve(models, info["proposal_fit"])), None
+        return store.load_held(store.resolve(models, info["proposal_fit"])), None
     except ArtifactError:
         return None, (f"fit {previous.meta['fit_id']} was reweighted from fit "
                       f"{info['proposal_fit']}, which is no longer readable")
