@@ -586,3 +586,38 @@ def test_a_stored_card_takes_its_trained_block_from_the_card_here(tmp_path, monk
     assert card == dataclasses.replace(
         Dr.card_named(real(older), "my/kimi-dflash-b32"), block_size=16)
     assert card == Dr.card_named(S.drafter_cards(draws), "my/kimi-dflash-b32")
+
+
+def test_simulate_derives_a_rows_verified_tokens_by_the_methods_table_fit_reads(tmp_path):
+    """Which tokens does a design row verify? simulate derived them by the bundled
+    [methods] table while fit derives them by the priors file's (the one simulate already read
+    for its context unit): with a priors file that declares a chain method whose block holds
+    its anchor (depth = "block - 1", as DFlash's), a chain of block 4 verifies 4 tokens for
+    fit, and simulate, which knew no such method (a chain of its block), wrote 5: a row fit
+    refuses. Now one table for both: 4."""
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.core.data import derive_verify_tokens
+    from ddtree_bayes.workflows.simulate import simulate_from_files
+
+    repo = Path(__file__).resolve().parent.parent
+    priors = tmp_path / "priors.toml"
+    priors.write_text(bundled("priors.toml").read_text() + (
+        '\n[methods.anchored-chain]\npasses = "block"\ntree = false\ndepth = "block - 1"\n'
+        'rationale = "a test\'s chain whose block holds its anchor"\nsource = "this test"\n'))
+    cfg = load_priors(priors)
+    assert derive_verify_tokens("anchored-chain", 4, None, cfg.methods) == 4
+    assert derive_verify_tokens("anchored-chain", 4, None) == 5   # (no table: a chain)
+    truth = tmp_path / "truth.toml"
+    truth.write_text((repo / "data" / "examples" / "truth_moe_4gpu.toml").read_text()
+                     + '\n[groups."h200x4/vllm/anchored-chain"]\noverhead_frac = 0.1\n')
+    design = tmp_path / "design.csv"
+    design.write_text("hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+                      "h200,4,vllm,anchored-chain,4,,2.5,0\n")
+    text = simulate_from_files(truth, design, seed=1, priors=priors, workdir=tmp_path)
+    row = dict(zip(*[line.split(",") for line in text.splitlines()[:2]], strict=True))
+    assert row["verify_tokens"] == "4"
+    out = tmp_path / "sim.csv"
+    out.write_text(text)
+    m = load_measurements(str(out), load_hardware(str(bundled("hardware.csv"))),
+                          methods=cfg.methods)
+    assert [r.verify_tokens for r in m.rows] == [4]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,13 @@ from ddtree_bayes.core.data import (
     plain_float,
     system_label,
 )
-from ddtree_bayes.core.methods import max_accept
+from ddtree_bayes.core.methods import MethodSpec, max_accept
 from ddtree_bayes.core.query_flags import whole_number
 
 
 def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: str = "sim-moe",
-                          context_unit_tokens: float = 65536.0, moe_form: str = "power") -> str:
+                          context_unit_tokens: float = 65536.0, moe_form: str = "power",
+                          methods: Mapping[str, MethodSpec] | None = None) -> str:
     """A measurement CSV (text) for ``design`` rows under known parameters ``truth``.
 
     ``truth`` holds per-system dicts ``step_ar_ms``, ``moe_share``, ``moe_shape``,
@@ -52,7 +54,7 @@ def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: 
     for d in design:
         system = system_label(d["hardware"], int(d["gpus"]))
         block, budget = d.get("block"), d.get("budget")
-        verify = derive_verify_tokens(d["method"], block, budget)
+        verify = derive_verify_tokens(d["method"], block, budget, methods)
         assert verify is not None, f"design row {d} needs block or budget"
         ctx = float(d.get("context_tokens") or 0.0)
         target = S.target_ms(truth["step_ar_ms"][system], truth["moe_share"][system],
@@ -191,7 +193,8 @@ DESIGN_DRAFTER = ("a design has no drafter column: its rows draft with the model
 
 
 def load_design(path: str | Path, truth: dict, cards: dict | None = None,
-                drafters: tuple = ()) -> list[dict]:
+                drafters: tuple = (), methods: Mapping[str, MethodSpec] | None = None
+                ) -> list[dict]:
     """Read DESIGN.csv rows; every row's system and speculative group must be in the truth.
 
     ``cards``: model name -> card (core/model_cards.py; the working directory's, as ``fit``
@@ -201,7 +204,9 @@ def load_design(path: str | Path, truth: dict, cards: dict | None = None,
     the card runs it (a design of 1e9 tokens simulated 0.03 tok/s). ``drafters``: the drafter
     cards (core/drafters.py ``drafter_table``); a row whose block, or with no block whose
     accept_len, its model's drafter's trained block rules out is refused as ``add`` and
-    ``fit`` refuse it (``row_block_problem``)."""
+    ``fit`` refuse it (``row_block_problem``). ``methods``: the priors' ``[methods]`` table
+    (None: the bundled one), by which a row's verified tokens are derived and its accept_len
+    bounded, as ``fit`` derives and bounds them."""
     from types import SimpleNamespace
 
     from ddtree_bayes.core.data import read_csv_file
@@ -279,7 +284,7 @@ def load_design(path: str | Path, truth: dict, cards: dict | None = None,
         if row["method"] != "ar" and group not in truth["overhead_frac"]:
             raise InputError(f"group {group} has no overhead_frac in the truth file", file=path,
                              row=line, column="method", fix=f"add [groups.\"{group}\"]")
-        verify = derive_verify_tokens(row["method"], row["block"], row["budget"])
+        verify = derive_verify_tokens(row["method"], row["block"], row["budget"], methods)
         if verify is None:
             raise InputError("cannot derive verify tokens", file=path, row=line, column="block",
                              fix="give budget (a tree: ddtree, eagle2, medusa) or block (a chain)")
@@ -299,9 +304,9 @@ def load_design(path: str | Path, truth: dict, cards: dict | None = None,
             verify_tokens=verify), default_only=DESIGN_DRAFTER)
         if trained is not None:
             raise InputError(trained[0], file=path, row=line, column=trained[2], fix=trained[1])
-        # what a step can emit (core/methods.max_accept; no methods table: the block bounds
-        # the depth, as for every bundled method), so the simulated file loads for fit
-        limit = max_accept(row["method"], row["block"], row["budget"], None, verify)
+        # what a step can emit (core/methods.max_accept, by the methods table fit reads), so
+        # the simulated file loads for fit
+        limit = max_accept(row["method"], row["block"], row["budget"], methods, verify)
         if not limit.admits(row["accept_len"]):
             raise InputError(limit.refusal(f"accept_len {row['accept_len']:g}")
                              if row["accept_len"] >= 1 else
@@ -318,18 +323,21 @@ def simulate_from_files(truth_path: str | Path, design_path: str | Path, *, seed
     """``ddtree-bayes simulate``: a measurement CSV for DESIGN.csv under PARAMS.toml. The
     context term is priced per the ``[model] context_unit_tokens`` of ``priors`` (default: the
     priors file ``fit`` reads in ``workdir``, models/priors.toml or the bundled one), read as
-    ``fit`` reads it, so a truth's ``ctx_ms_per_unit`` is per the unit the fit recovers. The
-    design is held against the model and drafter cards ``fit`` reads in ``workdir``
-    (:func:`load_design`)."""
+    ``fit`` reads it, so a truth's ``ctx_ms_per_unit`` is per the unit the fit recovers, and
+    each row's verified tokens and acceptance limit are its ``[methods]`` table's, as ``fit``
+    derives them. The design is held against the model and drafter cards ``fit`` reads in
+    ``workdir`` (:func:`load_design`)."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.config import load_priors
     from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.model_cards import load_model_cards
 
     truth = load_truth(truth_path)
+    cfg = load_priors(priors or paths.priors_file(workdir))
     design = load_design(design_path, truth,
                          load_model_cards(paths.data_file("models.csv", workdir)),
-                         drafter_table(paths.own_data_file("drafters.csv", workdir)))
-    unit = load_priors(priors or paths.priors_file(workdir)).context_unit_tokens
+                         drafter_table(paths.own_data_file("drafters.csv", workdir)),
+                         methods=cfg.methods)
     return simulate_measurements(truth, design, seed=seed, model=truth["model"],
-                                 context_unit_tokens=unit, moe_form=truth["moe_form"])
+                                 context_unit_tokens=cfg.context_unit_tokens,
+                                 moe_form=truth["moe_form"], methods=cfg.methods)
