@@ -621,3 +621,34 @@ def test_simulate_derives_a_rows_verified_tokens_by_the_methods_table_fit_reads(
     m = load_measurements(str(out), load_hardware(str(bundled("hardware.csv"))),
                           methods=cfg.methods)
     assert [r.verify_tokens for r in m.rows] == [4]
+
+
+def test_the_default_drafter_a_note_names_is_the_one_the_answer_is_priced_with():
+    """Which drafter card does a question without --drafter draft with? The pricing
+    (engine/structure.py ``pricing_drafter``) and the rows' drafter keys took the default card
+    of the cards the fit stored; predict's note on the other drafters of a configuration and
+    optimize's on an acceptance file's drafter took it from the fit's cards and the ones here
+    (``drafter_cards``). A fit that stored no eagle3 card for Llama 3.1 8B (an older fit; or a
+    card added since) priced a generic drafter, while the note named the built-in
+    yuhuili/EAGLE3-LLaMA3.1-Instruct-8B as "the default drafter's" answer. All ask
+    ``scenario.default_card`` now."""
+    import dataclasses
+
+    from ddtree_bayes.engine.scenario import default_card, other_drafters_note, resolve_scenario
+    from ddtree_bayes.engine.structure import pricing_drafter
+    from ddtree_bayes.engine.testing import multi_model_draws
+    from ddtree_bayes.workflows.decisions.optimize import unpriced_drafter_note
+
+    d = multi_model_draws()
+    llama = "llama-3.1-8b-instruct"
+    assert any(c.default and c.target_model == llama and "eagle3" in c.methods
+               for c in drafter_table())   # (the built-in card the notes named)
+    ar = resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar", block=None,
+                          budget=None, verify_tokens=None, context_tokens=0.0, model=llama)
+    sc = dataclasses.replace(ar, method="eagle3", block=3, verify_tokens=4)
+    assert pricing_drafter(d, sc) is None and default_card(d, llama, "eagle3") is None
+    note = other_drafters_note(d, sc, ["someone/else"])
+    assert "no default eagle3 drafter card serves llama-3.1-8b-instruct" in note, note
+    assert "yuhuili" not in note
+    file_note = unpriced_drafter_note(d, sc, "someone/else", "acc.csv")
+    assert "a generic eagle3 drafter" in file_note and "yuhuili" not in file_note, file_note

@@ -1608,19 +1608,28 @@ def drafter_asked(draws: Fit, model: str | None, method: str, name: str | None) 
     """A drafter card's name as it keys a fit's rows (their acceptance groups, the
     configurations that anchor a query): None for none, or for the default card of ``model``
     (None: the fit's) and ``method`` (core/drafters.py ``drafter_for``, of the cards the fit
-    stored), whose rows may leave the column blank; else ``name``."""
-    from ddtree_bayes.core.drafters import drafter_for, stored_cards
-
+    stored: :func:`default_card`), whose rows may leave the column blank; else ``name``."""
     if name is None:
         return None
-    meta = draws.meta["model"]
-    memo = draws.memo.setdefault("default_drafters", {})
-    target = priced_target(draws, model)
+    default = default_card(draws, priced_target(draws, model), method)
+    return None if default is not None and default.drafter == name else name
+
+
+def default_card(draws: Fit, target: str | None, method: str):
+    """The drafter card a question of ``target``'s ``method`` without ``--drafter`` is priced
+    with: the default card of the cards the fit stored (core/drafters.py ``drafter_for``;
+    a card added here since does not price it: :func:`drafter_card_changes` tells it), or
+    None: a generic drafter of the method (no such card, no target). The one answer the
+    pricing (engine/structure.py ``pricing_drafter``), the rows' drafter keys
+    (:func:`drafter_asked`) and the notes naming the default drafter take; once per fit."""
+    from ddtree_bayes.core.drafters import drafter_for, stored_cards
+
+    memo = draws.memo.setdefault("default_cards", {})
     if (target, method) not in memo:
-        default = (None if target is None else
-                   drafter_for(stored_cards(meta.get("drafter_cards", ())), target, method))
-        memo[(target, method)] = None if default is None else default.drafter
-    return None if memo[(target, method)] == name else name
+        stored = stored_cards(draws.meta["model"].get("drafter_cards", ()))
+        memo[(target, method)] = (None if target is None else
+                                  drafter_for(stored, target, method))
+    return memo[(target, method)]
 
 
 def configuration_rows(draws: Fit, sc: Scenario) -> list:
@@ -1647,8 +1656,6 @@ def other_drafters_note(draws: Fit, sc: Scenario, named: list[str]) -> str:
     which that is: the rows with a blank drafter column's; else the default card of the model
     and method (:func:`drafter_cards`), which no row ran; else nobody's (no row, no card: a
     generic drafter of the method)."""
-    from ddtree_bayes.core.drafters import drafter_for
-
     ask = (f"ask --drafter {named[0] if len(named) == 1 else 'NAME'} for "
            f"{'its' if len(named) == 1 else 'another'}")
     listed = f"drafter{'s' * (len(named) > 1)} {', '.join(named)}"
@@ -1657,7 +1664,7 @@ def other_drafters_note(draws: Fit, sc: Scenario, named: list[str]) -> str:
                 "own acceptance: this answer is the default drafter's (rows with a blank "
                 f"drafter column); {ask}")
     target = priced_target(draws, sc.model)
-    card = None if target is None else drafter_for(drafter_cards(draws), target, sc.method)
+    card = default_card(draws, target, sc.method)
     if card is not None:
         return (f"the fit's rows of this configuration name only the {listed}, each with its "
                 f"own acceptance: this answer is the default drafter's (the card "

@@ -20,7 +20,7 @@ from ddtree_bayes.core.model_cards import required_card, stored_card
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.core.tensor_cores import is_amd
 from ddtree_bayes.engine.posterior import Fit
-from ddtree_bayes.engine.scenario import Scenario
+from ddtree_bayes.engine.scenario import Scenario, default_card
 from ddtree_bayes.engine.target_models import deployments_of_one_model, is_multi, row_pair
 from ddtree_bayes.engine.transfer import (  # noqa: F401  (fit_rows: re-exported)
     RowsBehind,
@@ -982,14 +982,10 @@ def pass_roofline(fit: Fit, sc: Scenario) -> tuple[float, str]:
 
 def pricing_drafter(fit: Fit, sc: Scenario):
     """The drafter card whose roofline prices the query's drafter passes: ``--drafter``'s,
-    else the card the fit stored for its model and method (core/drafters.py ``drafter_for``);
-    None: a generic drafter of the method."""
-    from ddtree_bayes.core.drafters import drafter_for, stored_cards
-
-    model = fit.meta["model"]
-    name = sc.model or required_card(model, sc.model).model
-    return sc.drafter or drafter_for(stored_cards(model.get("drafter_cards", ())), name,
-                                     sc.method)
+    else the card the fit stored for its model and method (engine/scenario.py
+    ``default_card``); None: a generic drafter of the method."""
+    name = sc.model or required_card(fit.meta["model"], sc.model).model
+    return sc.drafter or default_card(fit, name, sc.method)
 
 
 def pass_drafter(fit: Fit, sc: Scenario) -> tuple[str | None, str] | None:

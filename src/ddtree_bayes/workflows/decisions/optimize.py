@@ -32,7 +32,7 @@ from ddtree_bayes.engine.question import (
 )
 from ddtree_bayes.engine.scenario import (
     accept_limit,
-    drafter_cards,
+    default_card,
     drafter_gap_warnings,
     layer_split_warning,
     max_context_warning,
@@ -572,10 +572,8 @@ def unpriced_drafter_note(draws: Fit, sc: P.Scenario, name: str, path: str | Pat
     question's, so that the step of every budget is priced with the drafter the fit priced
     for the question's model and method (its default card, or a generic drafter of the
     method)."""
-    from ddtree_bayes.core.drafters import drafter_for
-
     target = priced_target(draws, sc.model)
-    card = None if target is None else drafter_for(drafter_cards(draws), target, sc.method)
+    card = default_card(draws, target, sc.method)
     priced = (f"its default card {card.drafter}" if card is not None else
               f"a generic {sc.method} drafter")
     what = ("which is no drafter card" if of_other is None else
