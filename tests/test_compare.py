@@ -190,7 +190,8 @@ def test_model_average_mixes_only_fits_of_the_same_priors(tmp_path, monkeypatch)
     def fit(fit_id, form, priors):
         return NS(meta={"fit_id": fit_id, "converged": True, "data": {"sha256": "d"},
                         "priors": {"sha256": priors}, "model": {"moe_form": form,
-                                                                "step_form": "structured"}})
+                                                                "step_form": "structured"}},
+                  hardware_csv="", hardware={})
 
     fits = {"0": fit("0", "roofline", "old"), "1": fit("1", "roofline", "old"),
             "2": fit("2", "linear", "old"), "3": fit("3", "roofline", "new")}
@@ -203,8 +204,8 @@ def test_model_average_mixes_only_fits_of_the_same_priors(tmp_path, monkeypatch)
     # `--fit 0 --model-average` mixes fit 0 itself, not the later fit 1 of its form (it was
     # named in the header while fit 1 gave the draws)
     assert [d.meta["fit_id"] for d in latest_per_form(fits["0"])] == ["0", "2"]
-    with pytest.raises(QueryError, match="two model forms on the data and priors of fit 3; "
-                                         "found 1"):
+    with pytest.raises(QueryError, match="two model forms on the data, priors, hardware table "
+                                         "and cards of fit 3; found 1"):
         latest_per_form(fits["3"])
     # update's importance resample (fit 4, of fit 1) is passed over as another form's fit,
     # and refused as the fit asked for, in predict's words
@@ -218,6 +219,69 @@ def test_model_average_mixes_only_fits_of_the_same_priors(tmp_path, monkeypatch)
                               "refit): --model-average weighs fits by PSIS-LOO, which needs NUTS "
                               "draws (fix: `ddtree-bayes update --refit` samples the same data "
                               "with NUTS)")
+
+
+def test_model_average_mixes_only_fits_of_the_same_hardware_table_and_cards(tmp_path,
+                                                                           monkeypatch):
+    """A fit of the same data and priors made before data/hardware.csv changed was mixed into
+    --model-average without a word: on a fit of the bundled rows, h100's bandwidth 3.35 ->
+    6.7 TB/s and a refit of the power form, the roofline fit made on the old table answered
+    h100 sglang 402 (200-694) tok/s where its refit on the new one answers 482 (249-806), and
+    the mixture carried it. A fit whose table differs in a GPU's values, or whose card of a
+    model both fits store differs in a modelled field (or its drafter cards), is passed over;
+    a source reworded, a field the model does not read, or a form that stores no card is no
+    difference."""
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.compare import inputs_unlike, latest_per_form
+
+    h100 = {"hardware": "h100", "mem_bw_tb_s": "3.35", "source": "NVIDIA H100 SXM spec"}
+    card = {"model": "kimi-k2.6", "layers": 61, "max_context_tokens": 262144}
+
+    def fit(fit_id, form, created, bw="3.35", source="NVIDIA H100 SXM spec", layers=61,
+            context=262144, with_card=True, drafters=None):
+        model = {"moe_form": form, "step_form": "structured"}
+        if with_card:
+            model["card"] = {**card, "layers": layers, "max_context_tokens": context}
+        if drafters is not None:
+            model["drafter_cards"] = drafters
+        return NS(meta={"fit_id": fit_id, "converged": True, "data": {"sha256": "d"},
+                        "priors": {"sha256": "p"}, "created_utc": f"2026-12-07T{created}Z",
+                        "model": model},
+                  hardware_csv=f"{bw},{source}",
+                  hardware={"h100": {**h100, "mem_bw_tb_s": bw, "source": source}})
+
+    drafter = {"drafter": "d", "target_model": "kimi-k2.6", "methods": ["eagle3"],
+               "layers": 1, "default": True}
+    files = {
+        "a": fit("a", "roofline", "10:00:00", drafters=[drafter]),   # the old table
+        "b": fit("b", "power", "11:00:00", bw="6.7", with_card=False),   # the anchor
+        "c": fit("c", "linear", "09:00:00", bw="6.7", source="reworded", context=131072),
+        "d": fit("d", "roofline", "08:00:00", bw="6.7", layers=60),   # another card
+        "e": fit("e", "roofline", "07:00:00", bw="6.7", drafters=[drafter]),
+        "f": fit("f", "roofline", "12:00:00", bw="6.7",
+                 drafters=[{**drafter, "layers": 2}]),   # another drafter card
+    }
+    assert inputs_unlike(files["a"], files["b"]) == ["hardware table"]
+    assert inputs_unlike(files["c"], files["b"]) == []   # a source, a field not modelled
+    assert inputs_unlike(files["d"], files["e"]) == ["model cards"]
+    assert inputs_unlike(files["f"], files["e"]) == ["drafter cards"]
+    assert inputs_unlike(files["d"], files["b"]) == []   # the power form stores no card
+    (tmp_path / "models" / "fits").mkdir(parents=True)
+    for name in files:
+        (tmp_path / "models" / "fits" / f"{name}.nc").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(store, "load_fit", lambda path: files[path.stem])
+    # the anchor's roofline: the latest on its table (f, 12:00), not a (10:00, older table)
+    assert sorted(d.meta["fit_id"] for d in latest_per_form(files["b"])) == ["b", "c", "f"]
+    # e's roofline is e itself; d (another card) and f (another drafter) are passed over
+    assert sorted(d.meta["fit_id"] for d in latest_per_form(files["e"])) == ["b", "c", "e"]
+    files.pop("c")
+    (tmp_path / "models" / "fits" / "c.nc").unlink()
+    with pytest.raises(QueryError, match="two model forms on the data, priors, hardware table "
+                                         "and cards of fit a; found 1"):
+        latest_per_form(files["a"])
 
 
 def test_the_latest_fit_of_a_form_is_the_last_created_not_the_last_file_name(tmp_path,
@@ -236,7 +300,8 @@ def test_the_latest_fit_of_a_form_is_the_last_created_not_the_last_file_name(tmp
     def fit(fit_id, form, created):
         return NS(meta={"fit_id": fit_id, "converged": True, "data": {"sha256": "d"},
                         "priors": {"sha256": "p"}, "created_utc": created,
-                        "model": {"moe_form": form, "step_form": "structured"}})
+                        "model": {"moe_form": form, "step_form": "structured"}},
+                  hardware_csv="", hardware={})
 
     noon, ten = "2026-12-07T12:00:00+00:00", "2026-12-07T10:00:00+00:00"
     old = fit("20261207T100000Z-aaaaaaaa", "power", ten)

@@ -7,6 +7,7 @@ configuration (all its repeated runs) above 2,000 rows (:mod:`ddtree_bayes.engin
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -185,6 +186,50 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
             "method": method, "notes": notes}
 
 
+def inputs_unlike(fit: Fit, anchor: Fit) -> list[str]:
+    """What ``fit`` was made on that ``anchor`` was not, beyond the model forms: its data,
+    priors file, hardware table (each GPU's values, sources aside, as ``diff`` compares them),
+    model cards (the fields the model reads, of a model both fits store a card of) and drafter
+    cards (where both fits price drafter passes). Empty when the two answer from the same
+    inputs: what :func:`latest_per_form` mixes. A fit of the same data and priors made before
+    data/hardware.csv changed was mixed into `--model-average` without a word: its transfers
+    at the old bandwidths."""
+    from ddtree_bayes.core.drafters import stored_card_dict
+    from ddtree_bayes.core.hardware_table import SOURCE_COLUMNS
+    from ddtree_bayes.core.model_cards import modelled
+
+    out = [what for what in ("data", "priors")
+           if fit.meta[what]["sha256"] != anchor.meta[what]["sha256"]]
+
+    def values(f: Fit) -> dict:
+        return {n: {c: (v or "").strip() for c, v in row.items() if c not in SOURCE_COLUMNS}
+                for n, row in f.hardware.items()}
+
+    if fit.hardware_csv != anchor.hardware_csv and values(fit) != values(anchor):
+        out.append("hardware table")
+
+    def cards(f: Fit) -> dict:
+        model = f.meta.get("model", {})
+        stored = dict(model.get("model_cards") or {})
+        if model.get("card"):
+            stored[model["card"]["model"]] = model["card"]
+        return {name: modelled(card) for name, card in stored.items()}
+
+    mine, theirs = cards(fit), cards(anchor)   # (a form that reads no card stores none)
+    if any(mine[name] != theirs[name] for name in mine.keys() & theirs.keys()):
+        out.append("model cards")
+
+    def drafters(f: Fit) -> list[str] | None:
+        stored = f.meta.get("model", {}).get("drafter_cards")
+        return None if stored is None else sorted(
+            json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])},
+                       sort_keys=True) for d in stored)
+
+    if None not in (drafters(fit), drafters(anchor)) and drafters(fit) != drafters(anchor):
+        out.append("drafter cards")
+    return out
+
+
 def latest_per_form(anchor: Fit, flag: str = "--model-average",
                     workdir: Path | None = None) -> list[Fit]:
     """``anchor`` and the latest converged fit of each other MoE form made on the same data
@@ -209,8 +254,7 @@ def latest_per_form(anchor: Fit, flag: str = "--model-average",
             continue
         if d.meta.get("reweight"):   # an importance resample: no draws PSIS-LOO can weigh
             continue
-        if d.meta["converged"] and all(d.meta[k]["sha256"] == anchor.meta[k]["sha256"]
-                                       for k in ("data", "priors")):
+        if d.meta["converged"] and not inputs_unlike(d, anchor):
             found.append((store.fit_order(d.meta.get("created_utc"), d.meta["fit_id"],
                                           path.name), d))
     best: dict[str, Fit] = {}
@@ -219,8 +263,9 @@ def latest_per_form(anchor: Fit, flag: str = "--model-average",
     if anchor.meta["converged"]:   # the fit asked for (--fit) stands for its own form
         best[form_label(anchor.meta)] = anchor
     if len(best) < 2:
-        raise QueryError(f"{flag} needs converged fits of two model forms on the data and "
-                         f"priors of fit {anchor.meta['fit_id']}; found {len(best)}",
+        raise QueryError(f"{flag} needs converged fits of two model forms on the data, "
+                         f"priors, hardware table and cards of fit {anchor.meta['fit_id']}; "
+                         f"found {len(best)}",
                          fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`"
                              + (", or name the fits with --fits A,B" if flag == "compare"
                                 else ""))
