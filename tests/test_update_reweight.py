@@ -457,6 +457,60 @@ def _multi_model_proposal(tmp_path: Path, text: str):
     return proposal, inputs
 
 
+def test_a_new_configuration_of_a_named_drafter_is_no_new_model(tmp_path):
+    """A fit whose eagle3 rows name their drafter card (the ``drafter`` column, as
+    data/public/conc/*.csv do), then one more eagle3 row of that card at another context (or
+    concurrency): `update` refitted, saying "the new rows change the model: the model's
+    config_pass_how changes ([...] -> [...])" in a line of 3,000 characters. That list has one
+    line per configuration naming a card (its pass over the group's, what the new row's own
+    likelihood reads): the new configuration's line is added, the fit's are unchanged, no
+    parameter is added. On a fit of 12 rows of
+    vllm_eagle3_kimi_k26_rtxpro6000x8_dcp1_conc.csv (C <= 4, context 0 and 32768) plus its
+    eagle3 C = 8 row at 395 tok/s, the reweight answers C = 8 per user 48.9 (45.1-53.4), a
+    refit 48.8 (45.1-53.4). A line of the fit's priced otherwise is still a reason."""
+    import dataclasses
+    import shutil
+
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.pairs import target_models_meta
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine.fitting import FitInputs
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    card = "lightseekorg/kimi-k2.5-eagle3-mla"
+    lines = bundled("measurements.csv").read_text().rstrip("\n").splitlines()
+    rows = [lines[0] + ",drafter", *(ln + (f",{card}" if ",eagle3," in ln else ",")
+                                      for ln in lines[1:])]
+    new_row = (f"kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,3,4,1.93,65536,71.0,test,,{card}")
+
+    def read(where: Path, text: str):
+        (where / "data").mkdir(parents=True)
+        shutil.copy(bundled("hardware.csv"), where / "data" / "hardware.csv")
+        (where / "data" / "measurements.csv").write_text(text)
+        inputs = FitInputs.read(priors=bundled("priors.toml"), workdir=where)
+        return inputs, S.build_spec(inputs.measurements, inputs.priors, **inputs.structure())
+
+    before, spec = read(tmp_path / "a", "\n".join(rows) + "\n")
+    proposal = point_mass_draws()
+    proposal.meta["model"] = json.loads(json.dumps(
+        {**target_models_meta(before.measurements), **S.model_meta(spec, before.priors)}))
+    proposal.meta["coords"] = {k: list(v) for k, v in spec.parameter_coords.items()}
+    assert len(proposal.meta["model"]["config_pass_how"]) == 2   # the fit's two eagle3 rows
+    after, _ = read(tmp_path / "b", "\n".join([*rows, new_row]) + "\n")
+    reasons, _, now = RW.structure_changes(proposal, after.measurements, after.priors,
+                                           after.structure())
+    assert reasons == []
+    assert now["config_pass_how"][:2] == proposal.meta["model"]["config_pass_how"]
+    assert "(row 11): " in now["config_pass_how"][2]
+    # a configuration of the fit's priced otherwise (here: its line edited) is a reason
+    edited = dataclasses.replace(proposal, meta=json.loads(json.dumps(proposal.meta)))
+    edited.meta["model"]["config_pass_how"][0] += " (otherwise)"
+    (reason,) = RW.structure_changes(edited, after.measurements, after.priors,
+                                     after.structure())[0]
+    assert reason.startswith("a configuration's drafter pass is priced otherwise (")
+    assert reason.endswith(" (otherwise))")
+
+
 def test_a_repeat_row_of_a_fit_of_two_models_changes_no_structure(tmp_path):
     """A repeat AR row of a measured configuration of a fit of two models: `update` refitted,
     saying "the model's target_model changes (None -> 'kimi-k2.6')" and "target_models

@@ -147,6 +147,16 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
                                "change: " + (", ".join(g["label"] for g in groups(b)) or "none")
                                + " -> "
                                + (", ".join(g["label"] for g in groups(a)) or "none"))
+        elif key == "config_pass_how":
+            # one line per configuration whose rows name a drafter card (its pass over the
+            # group's): a new configuration adds its own, as a new row adds its data, and no
+            # parameter (a C = 8 row of a named drafter was "the new rows change the model",
+            # a refit and a line of 3,000 characters); a line of the fit's that is gone or
+            # reads otherwise is a configuration priced otherwise
+            if any(line not in (a or ()) for line in b or ()):
+                reasons.append("a configuration's drafter pass is priced otherwise ("
+                               + "; ".join(line for line in b or () if line not in (a or ()))
+                               + ")")
         elif key == "drafter_cards":
             if (changed := _changed_drafter_cards(a, b, measurements)):
                 reasons.append(f"the model's drafter cards change: {', '.join(changed)}")
