@@ -630,3 +630,41 @@ def test_report_summary_parts_are_the_commands_answers(work):
             "sglang", "--accept", "14", "--seed", seed, "--format", "json")[1])["rows"]
         assert r["ddtree"] == [row["lo90"], row["median"], row["hi90"]], r["hardware"]
     assert np.isfinite([r["ddtree"] for r in hardware]).all()
+
+
+def test_the_report_says_under_its_answer_line_what_predict_warns_of_it(work, monkeypatch,
+                                                                         tmp_path):
+    """The answer line asks the default question (predict without configuration flags) and
+    said its number without the warnings predict gives it: B300 DDTree at M = 33 from B300
+    rows of M <= 9 ("partly prior-driven"), or on a fit whose eagle3 rows all name a drafter
+    card (data/public/conc/vllm_eagle3_kimi_k26_rtxpro6000x8_dcp1_conc.csv) "vllm 107 tok/s"
+    of a generic drafter no row ran, priced at 1/2.92 of the measured one's pass. The
+    report's summary holds predict's warnings (its JSON's, word for word), the page and
+    summary.md print them under the answer line, and `report` on stderr and in its JSON."""
+    import importlib
+
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.workflows import report
+    from ddtree_bayes.workflows.report.sections import answer_warnings, fan_section
+
+    render = importlib.import_module("ddtree_bayes.workflows.report.render")
+
+    draws = store.load(None, work)
+    said = answer_warnings(draws, 20261130)
+    code, out, _ = run_cli(work, "predict", "--format", "json")
+    assert code == 0
+    assert said == json.loads(out)["warnings"]
+    assert any("more than any measured on b300x8 (at most 9)" in w for w in said), said
+    summary = {"fit_id": "x", "verdict": {"converged": True, "failures": [],
+                                          "text": "converged: every gate passed"},
+               "fan": fan_section(draws, 20261130), "answer_warnings": said}
+    lines = render.markdown(summary).splitlines()
+    answer = lines.index(render.headline(summary))
+    assert lines[answer + 2:answer + 2 * len(said) + 1:2] == [f"Warning: {w}" for w in said]
+    page = render.page(summary, {})
+    assert page.index("class='answer'") < page.index(f"Warning: {said[0]}"[:60])
+    monkeypatch.setattr(report, "write_report", lambda *a, **k: (tmp_path, summary))
+    code, _, err = run_cli(work, "report", "--quiet")
+    assert code == 0 and warned(err) == said
+    code, out, _ = run_cli(work, "report", "--quiet", "--format", "json")
+    assert json.loads(out)["warnings"] == said

@@ -39,6 +39,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     warned: list[str] = []   # (every warning line printed: the JSON's warnings, as predict's)
     print_warnings(summary.get("stale", []), warned)   # (as predict warns of the same fit)
     print_warnings(summary.get("above_peak", []), warned)   # (compute_eff median above 1)
+    # (and of the question its answer line asks, as predict without flags says them)
+    print_warnings(summary.get("answer_warnings", []), warned)
     # (a figure not drawn: said on stderr whatever the format; it was under the table only)
     print_warnings([f"figure {name} failed: {err}"
                     for name, err in summary.get("figure_errors", {}).items()], warned)

@@ -493,6 +493,8 @@ def page(summary: dict, figures: dict[str, list[Path]]) -> str:
     answer = headline(summary)
     if answer:
         parts.append(f"<p class='answer'>{html.escape(answer)}</p>")
+        parts.extend(f"<p class='warning'>Warning: {html.escape(w)}</p>"
+                     for w in summary.get("answer_warnings", []))
     if "sampling" in summary:
         s = summary["sampling"]
         parts.append(f"<p class='evidence'>{summary['chains']} chains, {summary['n_draws']} draws; max R-hat "
@@ -564,6 +566,9 @@ def markdown(summary: dict) -> str:
     lines += [line for w in fit_warnings(summary) for line in (f"Warning: {w}", "")]
     if headline(summary):
         lines += [str(headline(summary)), ""]
+        # (what predict warns of the question the answer line asks, under it)
+        lines += [line for w in summary.get("answer_warnings", [])
+                  for line in (f"Warning: {w}", "")]
     notes = section_notes(summary)
     keys = [k for k in SECTION_ORDER if k in _section_map(summary)]
     for key, (title, headers, rows, _) in zip(keys, _sections(summary), strict=True):

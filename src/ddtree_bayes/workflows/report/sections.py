@@ -106,6 +106,21 @@ def headline_log_tok(draws: Fit, seed: int, model: str | None = None,
     return np.log(headline_accept(d, sc.limit) * 1000.0 / step)
 
 
+def answer_warnings(draws: Fit, seed: int, model: str | None = None) -> list[str]:
+    """What ``predict`` (``--model``; no configuration flags: the default question the answer
+    line asks) warns of, in its words: a step past the configurations measured ("partly
+    prior-driven"), a drafter no row of the configuration ran, a system without rows of its
+    own ... The answer line said its number without them (B300 DDTree at M = 33 from rows of
+    M <= 9; a generic eagle3 drafter where every row named another card, whose passes the fit
+    priced 2.92x). Empty when ``predict`` cannot answer (the sections say why)."""
+    warned: list[str] = []
+    try:
+        P.predict(draws, model=model, seed=seed, warnings=warned)
+    except DDTreeBayesError:
+        return []
+    return list(dict.fromkeys(warned))
+
+
 def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuestion | None = None) -> dict:
     seed_table = P.load_seed_table()
     engines = {}

@@ -35,6 +35,7 @@ from ddtree_bayes.workflows.report.priors import (
     varies_of,
 )
 from ddtree_bayes.workflows.report.sections import (
+    answer_warnings,
     concurrency_section,
     decisions_section,
     fan_section,
@@ -177,6 +178,7 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
 
     # 6. throughput fan chart, 7. variance decomposition, 8. step breakdown
     summary["fan"] = fan_section(draws, seed, model, default)
+    summary["answer_warnings"] = answer_warnings(draws, seed, model)
     summary["concurrency"] = concurrency_section(draws, seed, model, default)
     summary["variance"] = variance_shares(draws, seed, model, default)
     summary["breakdown"] = step_breakdown(draws, draws.measurements, seed, model, default)
