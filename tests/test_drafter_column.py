@@ -755,6 +755,49 @@ def test_predict_without_drafter_of_a_named_only_drafter_says_no_default_drafter
         "which no row of it measured); ask --drafter test/k25-head for its"]
 
 
+def test_predict_accept_without_drafter_of_a_named_only_drafter_says_whose_passes(
+        monkeypatch, tmp_path):
+    """The same configuration asked with --accept: the note was given only without it (it
+    spoke of acceptance), so the answer priced the drafter passes of a drafter no row ran
+    without a word. On a fit of data/public/conc/vllm_eagle3_kimi_k26_rtxpro6000x8_dcp1_conc.csv
+    (C <= 4, rows all naming lightseekorg/kimi-k2.5-eagle3-mla, 2.92x the generic drafter's
+    pass), `--accept 2.23` answered 123 (108-135) tok/s, `--drafter` that card 112 (95-127).
+    Now said, of the passes; where rows with a blank drafter column measured the default
+    drafter, --accept is that drafter's measured configuration and nothing is said."""
+    import dataclasses
+
+    import numpy as np
+
+    from ddtree_bayes.engine import predictive as P
+
+    monkeypatch.chdir(tmp_path)
+    draws = _named_only_fit()
+    q = _ask(draws, accept="1.7")
+    assert [w for w in q.warnings if "--drafter" in w] == [
+        "the fit's rows of this configuration all name the drafter test/k25-head, and no "
+        "default eagle3 drafter card serves kimi-k2.6: this answer at the acceptance asked "
+        "prices the drafter passes of a drafter no row measured and no card describes (a "
+        "generic eagle3 drafter); ask --drafter test/k25-head for the measured one"]
+    ask = {"hardware": "b300", "gpus": 8, "engines": ["sglang"], "method": "eagle3",
+           "block": 3, "accept": "1.7"}
+    # (the overhead group b300x8/sglang/eagle3 is unmeasured: drawn around the population)
+    zero = np.zeros(draws.n_draws)
+    priced = dataclasses.replace(draws, memo={}, variables={
+        **draws.variables, **{f"spec_{part}_log_{k}": zero for part in ("fixed", "pass", "tree")
+                              for k in ("mu", "sd")}})
+    generic = P.predict(priced, **ask)[0]["median"]
+    measured = P.predict(priced, drafter="test/k25-head", **ask)[0]["median"]
+    assert generic != pytest.approx(measured, rel=1e-3)   # (the passes priced otherwise)
+    q = _ask(_named_only_fit(default_card=True), accept="1.7")
+    assert [w for w in q.warnings if "--drafter" in w] == [
+        "the fit's rows of this configuration name only the drafter test/k25-head: this "
+        "answer at the acceptance asked prices the drafter passes of the default drafter (the "
+        "card test/k26-head, which no row of it measured); ask --drafter test/k25-head for its"]
+    # rows with a blank drafter column ran the default drafter: nothing to say at --accept
+    assert not [w for w in _ask(_two_drafters_fit(), accept="1.7").warnings
+                if "--drafter" in w]
+
+
 # ------------------------------------------------------------------ [[acceptance]] drafter
 K25_ENTRY = ('\n[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "eagle3"\nblock = 3\n'
              'drafter = "test/k25-head"\ndist = "truncnormal"\nmu = 1.6\nsigma = 0.2\n'

@@ -44,6 +44,7 @@ from ddtree_bayes.engine.scenario import (
     acceptance_prior,
     check_accept,
     check_kv_cache,
+    configuration_rows,
     layer_split_warning,
     measured_acceptance,
     memory_warnings,
@@ -703,9 +704,14 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                                  f"acceptance of it for {sc.describe()}",
                                  fix="give the acceptance you expect with --accept, e.g. "
                                      "--accept 3:4")
-        elif request is None and acceptance and sc.method != AR_METHOD and (
-                named := other_drafters(fit, sc)):
-            said = prefix + other_drafters_note(fit, sc, named)
+        elif acceptance and sc.method != AR_METHOD and (named := other_drafters(fit, sc)) and (
+                request is None or not any(r.drafter is None
+                                           for r in configuration_rows(fit, sc))):
+            # (with --accept too when no row ran the answer's drafter: its passes are priced
+            # as no row measured them; --accept 2.23 of a configuration whose rows all name a
+            # card 2.92x the generic drafter's pass answered 123 tok/s for the rows' 112)
+            said = prefix + other_drafters_note(fit, sc, named,
+                                                accept_asked=request is not None)
             warnings += () if said in warnings else (said,)   # (once for the engines)
         if request is not None:
             check_accept(request, str(flags.accept), sc.limit, prefix)

@@ -1650,15 +1650,20 @@ def other_drafters(draws: Fit, sc: Scenario) -> list[str]:
                    if r.drafter is not None and r.drafter != asked})
 
 
-def other_drafters_note(draws: Fit, sc: Scenario, named: list[str]) -> str:
+def other_drafters_note(draws: Fit, sc: Scenario, named: list[str],
+                        accept_asked: bool = False) -> str:
     """What a question without ``--drafter`` says when the rows of its configuration name
     the drafters ``named`` (:func:`other_drafters`): the answer is the default drafter's, and
     which that is: the rows with a blank drafter column's; else the default card of the model
     and method (:func:`drafter_cards`), which no row ran; else nobody's (no row, no card: a
-    generic drafter of the method)."""
+    generic drafter of the method). ``accept_asked``: the question gives ``--accept`` (said
+    only when no row ran the answer's drafter): its drafter passes, not its acceptance, are
+    what no row measured."""
     ask = (f"ask --drafter {named[0] if len(named) == 1 else 'NAME'} for "
            f"{'its' if len(named) == 1 else 'another'}")
     listed = f"drafter{'s' * (len(named) > 1)} {', '.join(named)}"
+    own = "" if accept_asked else ", each with its own acceptance"
+    priced = "this answer at the acceptance asked prices the drafter passes of"
     if any(r.drafter is None for r in configuration_rows(draws, sc)):
         return (f"the fit's rows of this configuration name the {listed} too, each with its "
                 "own acceptance: this answer is the default drafter's (rows with a blank "
@@ -1666,11 +1671,13 @@ def other_drafters_note(draws: Fit, sc: Scenario, named: list[str]) -> str:
     target = priced_target(draws, sc.model)
     card = default_card(draws, target, sc.method)
     if card is not None:
-        return (f"the fit's rows of this configuration name only the {listed}, each with its "
-                f"own acceptance: this answer is the default drafter's (the card "
-                f"{card.drafter}, which no row of it measured); {ask}")
+        default = (f"{priced} the default drafter" if accept_asked else
+                   "this answer is the default drafter's")
+        return (f"the fit's rows of this configuration name only the {listed}{own}: "
+                f"{default} (the card {card.drafter}, which no row of it measured); {ask}")
     return (f"the fit's rows of this configuration all name the {listed}, and no default "
-            f"{sc.method} drafter card serves {target}: this answer is of a drafter no row "
+            f"{sc.method} drafter card serves {target}: "
+            f"{priced if accept_asked else 'this answer is of'} a drafter no row "
             f"measured and no card describes (a generic {sc.method} drafter); "
             + (f"ask --drafter {named[0]} for the measured one" if len(named) == 1 else
                "ask --drafter NAME for a measured one"))
