@@ -589,7 +589,8 @@ def test_a_fit_without_created_utc_stands_where_its_id_time_puts_it(tmp_path, mo
         meta = {"fit_id": fit_id, "converged": True, "data": {"sha256": "d"},
                 "priors": {"sha256": "p"}, "model": {"moe_form": form,
                                                      "step_form": "structured"}}
-        return NS(meta=meta if created is None else {**meta, "created_utc": created})
+        return NS(meta=meta if created is None else {**meta, "created_utc": created},
+                  hardware_csv="", hardware={})
 
     files = {"20261207T120000Z-aaaaaaaa": fit("20261207T120000Z-aaaaaaaa", "power", None),
              "20261201T000000Z-bbbbbbbb": fit("20261201T000000Z-bbbbbbbb", "power",
