@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 from pathlib import Path
 
@@ -76,3 +77,50 @@ def test_the_fit_benchmark_reports_the_least_sampled_parameters_ess_per_second()
     assert nut["min_ess_bulk"]["median"] == 1600.0
     assert pym["ess_bulk_per_wall_s"]["median"] == 50.0
     assert bf.ess_per_wall_s({"min_ess_bulk": None, "wall_s": 3.0}) is None
+
+
+def _bench_first_fit():
+    return _bench("bench_first_fit", "bench_first_fit.py")
+
+
+def test_the_first_fit_benchmark_installs_as_bootstrap_does():
+    """A user's own first fit is timed after the install's compile: the benchmark runs the
+    command scripts/bootstrap.sh runs (there `.venv/bin/ddtree-bayes fit --compile-only
+    --quiet`), in a fresh cache, then the fit of the user's file, in that order."""
+    bff = _bench_first_fit()
+    bootstrap = (ROOT / "scripts" / "bootstrap.sh").read_text()
+    assert f"ddtree-bayes {' '.join(bff.INSTALL_ARGS)}" in bootstrap
+    cli, data = Path("/v/bin/ddtree-bayes"), Path("/d/sweep.csv")
+    plan = bff.steps(cli, data, [Path("/d/other.csv")])
+    assert [name for name, _ in plan] == ["install", "install other.csv", "fit"]
+    assert plan[0][1] == [str(cli), "fit", "--compile-only", "--quiet", "--format", "json"]
+    assert plan[1][1][-2:] == ["--data", "/d/other.csv"]
+    assert plan[2][1] == [str(cli), "fit", "--data", "/d/sweep.csv", "--quiet", "--format",
+                          "json"]
+    env = bff.cache_env(Path("/s/cache"))
+    assert env["NUMBA_CACHE_DIR"] == "/s/cache/numba"
+    assert env["PYTENSOR_FLAGS"].startswith("base_compiledir=/s/cache/pytensor,")
+
+
+def test_the_first_fit_benchmark_records_cpu_and_the_clis_timings():
+    """Each process's wall and CPU seconds, the CLI's timings (a fit's `timings`, the
+    compile-only object's top-level `compile_s`) and the load before it; a fit that failed
+    its gates (exit 5) is a failure, with the end of its stderr."""
+    bff = _bench_first_fit()
+    data = Path("/d/sweep.csv")
+
+    def run(rc, stdout):
+        return {"command": "c", "returncode": rc, "timed_out": False, "wall_s": 19.6,
+                "cpu_s": 17.25, "stdout": stdout, "stderr": "line 1\nline 2"}
+    fit = bff.record("fit", data, 1, run(0, json.dumps(
+        {"timings": {"compile_s": 11.1, "sample_s": 6.4, "total_s": 18.9}})), [0.5, 0.4, 0.3])
+    assert fit["ok"] and fit["cpu_s"] == 17.25
+    assert bff.table_row(fit) == ["sweep.csv", "1", "fit", "19.60", "17.25", "11.10", "6.40",
+                                  "0.50", "ok"]
+    install = bff.record("install", data, 1, run(0, json.dumps(
+        {"compiled": True, "compile_s": 24.0, "cached": True})), None)
+    assert install["timings"] == {"compile_s": 24.0}
+    assert bff.table_row(install)[5:8] == ["24.00", "-", "-"]
+    failed = bff.record("fit", data, 2, run(5, json.dumps({"timings": {}})), None)
+    assert not failed["ok"] and failed["error"] == "exit 5"
+    assert failed["stderr_tail"] == "line 1\nline 2"
