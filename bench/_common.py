@@ -14,6 +14,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -207,3 +208,24 @@ def save_results(results: dict, md: str, out: Path) -> Path:
 def write_json(path: Path, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2) + "\n")
+
+
+def cache_env(root: Path) -> dict[str, str]:
+    """Env vars that put every PyTensor and numba cache under ``root``.
+
+    numba__fastmath=False is what the package sets anyway when PYTENSOR_FLAGS does not
+    mention fastmath; it is spelled out so the flags are exactly what we record.
+    """
+    return {"PYTENSOR_FLAGS": f"base_compiledir={root / 'pytensor'},numba__fastmath=False",
+            "NUMBA_CACHE_DIR": str(root / "numba")}
+
+
+def scratch_root(workdir: Path | None, prefix: str) -> tuple[Path, Path | None]:
+    """The scratch directory a benchmark works in: ``workdir`` (created) when given, else a
+    fresh ``/tmp/<prefix>*`` one, returned second too so the caller can remove it."""
+    if workdir is None:
+        tmp_root = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+        return tmp_root, tmp_root
+    scratch = workdir.resolve()
+    scratch.mkdir(parents=True, exist_ok=True)
+    return scratch, None

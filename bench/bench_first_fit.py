@@ -29,7 +29,6 @@ import argparse
 import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -75,11 +74,6 @@ def absolute(path: Path) -> Path:
     """``path`` as given when it exists, else under the project's root (the defaults)."""
     return path.resolve() if path.exists() else (C.PROJECT_ROOT / path).resolve()
 
-
-def cache_env(root: Path) -> dict[str, str]:
-    """PyTensor's and numba's caches under ``root`` (as bench_fit.py's cold runs)."""
-    return {"PYTENSOR_FLAGS": f"base_compiledir={root / 'pytensor'},numba__fastmath=False",
-            "NUMBA_CACHE_DIR": str(root / "numba")}
 
 
 def steps(cli: Path, data: Path, install_data: list[Path]) -> list[tuple[str, list[str]]]:
@@ -130,13 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     cli = C.cli_path()
     machine = C.machine_info()
     date = C.now_iso()
-    tmp_root = None
-    if args.workdir is None:
-        tmp_root = Path(tempfile.mkdtemp(prefix="ddtree-bench-first-fit-", dir="/tmp"))
-        scratch = tmp_root
-    else:
-        scratch = args.workdir.resolve()
-        scratch.mkdir(parents=True, exist_ok=True)
+    scratch, tmp_root = C.scratch_root(args.workdir, "ddtree-bench-first-fit-")
     print(f"CLI: {cli}\nscratch dir: {scratch}\n", flush=True)
     runs: list[dict] = []
     for data in args.data:
@@ -146,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(root)
             work = root / "work"   # no data/: the bundled priors, cards and hardware
             work.mkdir(parents=True)
-            env = cache_env(root / "cache")
+            env = C.cache_env(root / "cache")
             for step, argv_ in steps(cli, data, args.install_data):
                 load = C.loadavg()
                 print(f"[{data.name} {run} {step}] {C.command_line(argv_, env, work)}",

@@ -33,7 +33,6 @@ import argparse
 import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -75,15 +74,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--pymc-runs needs --runs >= 1 (the ratio is against the nutpie warm median)")
     return args
 
-
-def cache_env(root: Path) -> dict[str, str]:
-    """Env vars that put every PyTensor and numba cache under ``root``.
-
-    numba__fastmath=False is what the package sets anyway when PYTENSOR_FLAGS does not
-    mention fastmath; it is spelled out so the flags are exactly what we record.
-    """
-    return {"PYTENSOR_FLAGS": f"base_compiledir={root / 'pytensor'},numba__fastmath=False",
-            "NUMBA_CACHE_DIR": str(root / "numba")}
 
 
 def fit_argv(cli: Path, args: argparse.Namespace, backend: str) -> list[str]:
@@ -238,13 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     machine = C.machine_info()
     date = C.now_iso()
 
-    tmp_root = None
-    if args.workdir is None:
-        tmp_root = Path(tempfile.mkdtemp(prefix="ddtree-bench-fit-", dir="/tmp"))
-        scratch = tmp_root
-    else:
-        scratch = args.workdir.resolve()
-        scratch.mkdir(parents=True, exist_ok=True)
+    scratch, tmp_root = C.scratch_root(args.workdir, "ddtree-bench-fit-")
     fitdir = scratch / "work"            # cwd of every fit: models/ is written here
     fitdir.mkdir(exist_ok=True)
     warm_cache = scratch / "cache-warm"  # shared by the nutpie and pymc warm runs
@@ -259,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     aborted = None
 
     # 1-2. nutpie: one untimed warm-up into a fresh shared cache, then the timed warm runs
-    warm_env = cache_env(warm_cache)
+    warm_env = C.cache_env(warm_cache)
     if args.runs or args.pymc_runs:
         commands["nutpie warm-up + warm runs"] = C.command_line(nutpie_argv, warm_env, fitdir)
         rec = one_run("nutpie-warmup", 0, nutpie_argv, fitdir, warm_env, args)
@@ -280,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         cold_cache = scratch / f"cache-cold-{i}"
         if cold_cache.exists():
             shutil.rmtree(cold_cache)
-        cold_env = cache_env(cold_cache)
+        cold_env = C.cache_env(cold_cache)
         commands[f"nutpie cold run {i}"] = C.command_line(nutpie_argv, cold_env, fitdir)
         runs.append(one_run("nutpie-cold", i, nutpie_argv, fitdir, cold_env, args))
         if not args.keep:

@@ -97,7 +97,7 @@ def test_the_first_fit_benchmark_installs_as_bootstrap_does():
     assert plan[1][1][-2:] == ["--data", "/d/other.csv"]
     assert plan[2][1] == [str(cli), "fit", "--data", "/d/sweep.csv", "--quiet", "--format",
                           "json"]
-    env = bff.cache_env(Path("/s/cache"))
+    env = _common().cache_env(Path("/s/cache"))
     assert env["NUMBA_CACHE_DIR"] == "/s/cache/numba"
     assert env["PYTENSOR_FLAGS"].startswith("base_compiledir=/s/cache/pytensor,")
 
@@ -124,3 +124,19 @@ def test_the_first_fit_benchmark_records_cpu_and_the_clis_timings():
     failed = bff.record("fit", data, 2, run(5, json.dumps({"timings": {}})), None)
     assert not failed["ok"] and failed["error"] == "exit 5"
     assert failed["stderr_tail"] == "line 1\nline 2"
+
+
+def test_a_benchmarks_scratch_is_the_given_workdir_or_a_fresh_tmp_one_it_may_remove(tmp_path):
+    """bench_fit.py and bench_first_fit.py share one rule: a given --workdir is created and
+    kept (nothing to remove), else a fresh /tmp/<prefix>* directory, returned as the one to
+    remove."""
+    C = _common()
+    given = tmp_path / "a" / "b"
+    assert C.scratch_root(given, "x-") == (given.resolve(), None)
+    assert given.is_dir()
+    scratch, remove = C.scratch_root(None, "ddtree-bench-test-")
+    try:
+        assert remove == scratch and scratch.parent == Path("/tmp")
+        assert scratch.name.startswith("ddtree-bench-test-") and scratch.is_dir()
+    finally:
+        scratch.rmdir()
