@@ -68,12 +68,12 @@ FIT_ID = "20260101T000000Z-pointmss"
 def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
                          fit_id: str = FIT_ID, n: int = 16, moe_form: str = "linear",
                          jitter: float = 0.0, draws=None, seed: int = 20261130,
-                         **overrides) -> Path:
+                         target_model: str = "kimi-k2.6", **overrides) -> Path:
     """Save the point-mass posterior (``overrides`` as in ``point_mass_draws``) as a fit
     artifact that ``store.load_fit`` reads (h5py: root attributes and a ``posterior``
     group of (chain, draw, ...) arrays); ``latest.json`` points at it. ``jitter`` > 0
     multiplies every draw by exp(jitter * N(0, 1)) (seeded), so PSIS-LOO has spread to
-    work with."""
+    work with. ``target_model``: the one model of ``data``'s rows (a fit of one model)."""
     import h5py
     import numpy as np
 
@@ -97,7 +97,7 @@ def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
                                                                "divergences": 0},
         "timings": {"total_s": 0.0}})
     if not meta["model"].get("target_models"):   # a fit of several models names them
-        meta["model"]["target_model"] = "kimi-k2.6"
+        meta["model"]["target_model"] = target_model
     path = store.fits_dir(models) / f"{fit_id}.nc"
     path.parent.mkdir(parents=True, exist_ok=True)
     with h5py.File(path, "w") as fh:

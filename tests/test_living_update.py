@@ -1405,3 +1405,87 @@ def test_a_reweighted_and_a_refit_update_end_alike(monkeypatch, capsys, tmp_path
     U._finish("prev", "after", ["q"], 7, False, report, path, 10.0, total_said=True)
     assert json.loads(capsys.readouterr().out) == {"warnings": [], "tracked": [], "total_s": 2.5}
     assert seen == [("prev", "after", ["q"], 7, text) for text in (True, True, False)]
+
+
+def _attach_dims(path: Path, coords: dict, dims: dict) -> None:
+    """Name each variable's dimension in a point-mass artifact (netCDF dimension scales, as
+    xarray writes them), so its parameters are labelled by coordinate."""
+    import h5py
+
+    with h5py.File(path, "r+") as fh:
+        post = fh["posterior"]
+        for dim, labels in coords.items():
+            post.create_dataset(dim, data=np.array(labels, dtype=object),
+                                dtype=h5py.string_dtype())
+            post[dim].make_scale(dim)
+        for name, dim in dims.items():
+            post[name].dims[2].attach_scale(post[dim])
+
+
+def test_diff_of_fits_of_two_different_models_compares_no_per_system_parameter(tmp_path):
+    """`diff` of a fit of Kimi K2.6's B300 rows (M = 1 step 7.5 ms) against a fit of the same
+    rows as Llama-3.1-8B's (3 ms) printed `step_ar_ms[b300x8] 7.5 -> 3 -60%`: one label, two
+    models' steps. The per-system and per-group parameters of fits of different models are
+    shown side by side under their own heading, without a change, and one warning names both
+    fits' models; the population parameters (the engine relation, the noise) are compared."""
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+    from test_json_schemas import validate_output
+
+    work = make_point_mass_workdir(tmp_path / "w", step_ar_ms=[7.5])
+    models, hw, priors = work / "models", work / "data" / "hardware.csv", work / "models" / "priors.toml"
+    lines = (work / "data" / "measurements.csv").read_text().splitlines(keepends=True)
+    llama = work / "llama.csv"
+    llama.write_text(lines[0] + "".join(ln.replace("kimi-k2.6,", "llama-3.1-8b-instruct,", 1)
+                                        for ln in lines[1:]))
+    write_point_mass_fit(models, llama, priors, hw, fit_id="20260102T000000Z-llamafit",
+                         target_model="llama-3.1-8b-instruct", step_ar_ms=[3.0],
+                         noise_sd=0.05)
+    a, b = "20260101T000000Z-pointmss", "20260102T000000Z-llamafit"
+    coords = {"system": ["b300x8"], "overhead_group": ["b300x8/sglang/ddtree"],
+              "relation": ["native"]}
+    dims = {**dict.fromkeys(("step_ar_ms", "moe_share", "moe_slope", "moe_exponent",
+                             "ctx_ms_per_unit"), "system"),
+            "reduction": "relation", "overhead_frac": "overhead_group"}
+    for fit_id in (a, b):
+        _attach_dims(store.fits_dir(models) / f"{fit_id}.nc", coords, dims)
+    warning = (f"fit {a} holds kimi-k2.6 and fit {b} llama-3.1-8b-instruct: a parameter per "
+               "system or group is each fit's own model's (shown side by side, no change), "
+               "and each tracked query is answered for each fit's own model")
+    code, out, err = call(work, "diff", a, b, "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    validate_output("diff", report)
+    assert report["warnings"][0] == warning
+    params = {p["parameter"]: p for p in report["parameters"]}
+    step = params["step_ar_ms[b300x8]"]
+    assert (step["a"]["median"], step["b"]["median"]) == (7.5, 3.0)
+    assert step["models_differ"] is True
+    assert not {"median_change", "median_shift", "width_change", "change_scale"} & set(step)
+    for name in ("overhead_frac[b300x8/sglang/ddtree]", "moe_share[b300x8]",
+                 "ctx_ms_per_unit[b300x8]"):
+        assert params[name]["models_differ"] is True and "median_change" not in params[name]
+    # population parameters: one quantity in both fits, compared as before
+    assert params["noise_sd"]["median_change"] is None   # (a median 0 in A)
+    assert params["noise_sd"]["median_shift"] == pytest.approx(0.05)
+    assert params["reduction[native]"]["median_change"] == 0.0
+    assert "models_differ" not in params["reduction[native]"]
+    code, out, err = call(work, "diff", a, b)
+    assert code == 0, err
+    assert f"ddtree-bayes: warning: {warning}" in err.splitlines()
+    assert "-60%" not in out
+    main, _, own = out.partition("\nper-system and per-group parameters of different models")
+    assert "step_ar_ms[b300x8]" not in main and "reduction[native]" in main
+    rows = {ln.split()[0]: ln.split() for ln in own.splitlines() if ln[:1].isalpha()}
+    assert rows["step_ar_ms[b300x8]"] == ["step_ar_ms[b300x8]", "7.5", "7.5", "to", "7.5", "3",
+                                          "3", "to", "3"]
+    assert own.splitlines()[0] == (" (A kimi-k2.6, B llama-3.1-8b-instruct): not one "
+                                   "quantity, no change:")
+    # the same model in both fits (Kimi's rows, step 7.5 -> 3): its change, no warning
+    write_point_mass_fit(models, work / "data" / "measurements.csv", priors, hw,
+                         fit_id="20260103T000000Z-kimifit2", step_ar_ms=[3.0])
+    _attach_dims(store.fits_dir(models) / "20260103T000000Z-kimifit2.nc", coords, dims)
+    code, out, err = call(work, "diff", a, "20260103T000000Z-kimifit2", "--format", "json")
+    params = {p["parameter"]: p for p in json.loads(out)["parameters"]}
+    assert params["step_ar_ms[b300x8]"]["median_change"] == pytest.approx(-0.6)
+    assert "models_differ" not in params["step_ar_ms[b300x8]"]
+    assert not any("holds" in w for w in json.loads(out)["warnings"])

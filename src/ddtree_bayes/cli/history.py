@@ -209,8 +209,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
         # update asks it (the project's first model's when the rows are the same)
         tracked = living.for_models(tracked, [r.model for r in (*added, *removed)])
     warned: list[str] = []
-    changes = living.compare_queries(a, b, tracked, args.seed, warnings=warned)
-    print_warnings(warned)   # (what predict warns of for a tracked query's flags)
+    unlike = living.unlike_models(a, b)
+    if unlike:   # (one label, two models' quantities: parameter_table compares none of them)
+        print_warnings([f"fit {ida} holds {', '.join(unlike[0])} and fit {idb} "
+                        f"{', '.join(unlike[1])}: a parameter per system or group is each "
+                        "fit's own model's (shown side by side, no change), and each tracked "
+                        "query is answered for each fit's own model"], into=warned)
+    asked: list[str] = []
+    changes = living.compare_queries(a, b, tracked, args.seed, warnings=asked)
+    print_warnings(asked, into=warned)   # (what predict warns of for a tracked query's flags)
     unconverged = [f for f in (a, b) if not f.meta["converged"]]
     differ = _inputs_differ(a, b)
     if args.format == "json":
@@ -240,10 +247,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
             return "-", "-"
         return f"{x['median']:.3g}", f"{x['lo90']:.3g} to {x['hi90']:.3g}"
 
-    body = []
+    body, own = [], []
     for p in params:
         ma, ia = iv(p["a"])
         mb, ib = iv(p["b"])
+        if p.get("models_differ"):
+            own.append([p["parameter"], ma, ia, mb, ib])
+            continue
         mc = p.get("median_change")
         wc = p.get("width_change")
         if p.get("change_scale") == "absolute":
@@ -259,6 +269,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if any(p.get("change_scale") == "absolute" for p in params):
         print("median change: 'abs' is B - A for a parameter on the real line (log scale, "
               "engine effect, offset: a percentage of it means nothing), else B vs A in %")
+    if own and unlike:
+        print(f"\nper-system and per-group parameters of different models (A "
+              f"{', '.join(unlike[0])}, B {', '.join(unlike[1])}): not one quantity, no change:")
+        print(aligned_table(["parameter", "median A", "90% A", "median B", "90% B"], own,
+                            left=1))
     print(f"\ntracked queries, fit {ida} -> {idb} (posterior predictive, seed {args.seed}):")
     for c in changes:
         print(f"  {living.format_change(c)}")

@@ -14,6 +14,7 @@ from ddtree_bayes.workflows.living.fit_history import (  # noqa: F401
     parameter_table,
     scalar_parameters,
     stored_rows,
+    unlike_models,
 )
 from ddtree_bayes.workflows.living.records import (  # noqa: F401
     DEFAULT_QUERY,

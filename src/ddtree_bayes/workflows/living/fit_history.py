@@ -82,6 +82,37 @@ def _priors_of(draws) -> dict:
         return {}
 
 
+#: The dimensions of a fit's parameters that belong to its target model: a system of a fit
+#: of one model is that model's deployment, and its overhead and acceptance groups are too
+MODEL_DIMS = frozenset({"system", "overhead_group", "acceptance_group"})
+
+
+def unlike_models(a, b) -> tuple[list[str], list[str]] | None:
+    """The models of fits ``a`` and ``b`` when they share none (each fit's, sorted), else None
+    (the same model, an overlap, or a fit that names no model)."""
+    from ddtree_bayes.engine.target_models import fit_models
+
+    ma, mb = fit_models(a), fit_models(b)
+    return (ma, mb) if ma and mb and not set(ma) & set(mb) else None
+
+
+def model_dependent(fit, name: str) -> bool:
+    """Is parameter ``name`` (as :func:`scalar_parameters` labels it) one of the fit's model:
+    per system, overhead group or acceptance group (:data:`MODEL_DIMS`), by the dimensions
+    its artifact names, else by its label among the fit's coordinates? A population parameter
+    (a scalar, an engine effect, a relation) is not. A label found in no coordinate (an index)
+    counts as the model's: nothing says it is shared."""
+    var, bracket, rest = name.partition("[")
+    if not bracket:
+        return False
+    own = fit.dims.get(var)
+    if own:
+        return bool(MODEL_DIMS & set(own))
+    label, coords = rest[:-1], fit.meta.get("coords", {})
+    return not any(label in map(str, values) for dim, values in coords.items()
+                   if dim not in MODEL_DIMS)
+
+
 def parameter_table(a, b, include_auxiliary: bool = False) -> list[dict]:
     """Median and 90% interval of every scalar parameter in fits ``a`` and ``b``, and from A
     to B the change of the 90% width (relative) and of the median: relative for a positive
@@ -89,12 +120,15 @@ def parameter_table(a, b, include_auxiliary: bool = False) -> list[dict]:
     ``median_change`` None) for one on the real line
     (:func:`ddtree_bayes.core.spec.on_real_line`: log-scale values, engine effects, offsets,
     a normal prior), where a ratio means nothing (``spec_fixed_log_mu`` -0.409 -> -0.664 was
-    "-63%")."""
+    "-63%"). Fits of models that share none (:func:`unlike_models`): a parameter of each
+    fit's model (:func:`model_dependent`) under one label is two quantities (Kimi's and
+    Llama's ``step_ar_ms[b300x8]`` was "-60%"): ``models_differ`` True, no change."""
     import numpy as np
 
     from ddtree_bayes.core.spec import on_real_line
 
     priors = {**_priors_of(a), **_priors_of(b)}
+    unlike = unlike_models(a, b) is not None
 
     pa, pb = scalar_parameters(a, include_auxiliary), scalar_parameters(b, include_auxiliary)
     pa, pb = _as_pairs(pa, a, b, set(pb)), _as_pairs(pb, b, a, set(pa))
@@ -107,7 +141,10 @@ def parameter_table(a, b, include_auxiliary: bool = False) -> list[dict]:
                 row[tag] = {"median": float(med), "lo90": float(lo), "hi90": float(hi)}
             else:
                 row[tag] = None
-        if row["a"] and row["b"]:
+        if row["a"] and row["b"] and unlike and (model_dependent(a, name)
+                                                 or model_dependent(b, name)):
+            row["models_differ"] = True
+        elif row["a"] and row["b"]:
             wa = row["a"]["hi90"] - row["a"]["lo90"]
             wb = row["b"]["hi90"] - row["b"]["lo90"]
             row["width_change"] = (wb / wa - 1) if wa > 0 else None
