@@ -974,3 +974,51 @@ def test_an_acceptance_is_shown_by_one_rule_in_the_fan_and_in_predict():
                                   "original": None}}}
     assert [r[1] for r in fan_table_rows(fan)] == ["12", "12.25"] == [
         accept_shown(12.0), accept_shown(12.25)]
+
+
+def test_report_model_names_only_that_models_systems_above_the_peak(tmp_path, monkeypatch,
+                                                                     capsys):
+    """`report --model kimi-k2.6` of a fit of Kimi on 8x B300 and Llama-3.1-8B on one H100
+    said "compute_eff[llama-3.1-8b-instruct@h100x1] median 1.25 > 1" under a report of Kimi:
+    a system of the other model. With --model, only that model's systems are named. Llama's
+    eight draws 0.9 ... 1.6 by 0.1: median 1.25 by hand; Kimi's all 0.5."""
+    import importlib
+
+    from ddtree_bayes.engine import compare
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+    from test_cli_support import write_point_mass_fit
+
+    render = importlib.import_module("ddtree_bayes.workflows.report.render")
+    work = tmp_path / "w"
+    (work / "data").mkdir(parents=True)
+    (work / "models").mkdir()
+    for name in ("hardware.csv", "seed_estimates.csv", "models.csv"):
+        shutil.copy(bundled(name), work / "data" / name)
+    (work / "data" / "measurements.csv").write_text(MULTI_DATA)
+    shutil.copy(bundled("priors.toml"), work / "models" / "priors.toml")
+    pm = multi_model_draws(8)
+    pm.variables["compute_eff"] = np.array([[0.5, 0.9 + 0.1 * i] for i in range(8)])
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                         work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                         draws=pm)
+    made: dict = {}
+    monkeypatch.setattr(compare, "require_psis_draws", lambda *a: None)
+    monkeypatch.setattr(store, "load_datatree", lambda path, handle=None: None)
+    monkeypatch.setattr(render, "compute", lambda draws, dt, **kw: {
+        "fit_id": draws.meta["fit_id"],
+        "verdict": {"converged": True, "failures": [], "text": "converged: every gate passed"}})
+    monkeypatch.setattr(render, "render_whole",
+                        lambda summary, draws, out_dir, dt=None: made.update(summary))
+    monkeypatch.chdir(work)
+    assert cli.main(["report", "--quiet", "--model", "kimi-k2.6", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert "compute_eff" not in err and json.loads(out)["warnings"] == []
+    assert made["above_peak"] == []
+    line = ("compute_eff[llama-3.1-8b-instruct@h100x1] median 1.25 > 1: its verify passes beat "
+            "the dense peak at the card's compute precision, so that precision is likely not "
+            "the deployment's (check the card's compute_dtype)")
+    assert cli.main(["report", "--quiet", "--model", "llama-3.1-8b-instruct",
+                     "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["warnings"] == [line] and made["above_peak"] == [line]
+    assert err == f"ddtree-bayes: warning: {line}\n"

@@ -142,8 +142,10 @@ past them (compute knee: partly prior-driven)
     return out
 
 
-def above_peak(fit) -> dict[str, float]:
-    """The systems whose ``compute_eff`` posterior median exceeds 1, with that median.
+def above_peak(fit, model: str | None = None) -> dict[str, float]:
+    """The systems whose ``compute_eff`` posterior median exceeds 1, with that median; with
+    ``model``, of a fit of several models, only that model's (model, system) pairs
+    (``report --model kimi-k2.6`` named Llama's H100 pair under Kimi's report).
 
     ``compute_eff`` is the share of the dense peak at the card's compute precision a verify
     pass reaches once compute-bound; a pass cannot beat that peak, so a median above 1 says
@@ -158,13 +160,18 @@ def above_peak(fit) -> dict[str, float]:
     ...          meta={"coords": {"system": ["b300x8", "rtx-3090x1"]}})
     >>> above_peak(fit)
     {'rtx-3090x1': 1.1}
+    >>> fit.meta["model"] = {"pair_models": {"b300x8": "kimi-k2.6", "rtx-3090x1": "qwen3-8b"}}
+    >>> above_peak(fit, "kimi-k2.6"), above_peak(fit, "qwen3-8b")
+    ({}, {'rtx-3090x1': 1.1})
     """
     eff = fit.variables.get("compute_eff")
     if eff is None:
         return {}
     medians = np.median(np.asarray(eff, dtype=float), axis=0)
+    pairs = fit.meta.get("model", {}).get("pair_models") or {}
     return {str(s): round(float(m), 12) for s, m in zip(fit.meta["coords"]["system"],
-                                                        medians, strict=True) if m > 1.0}
+                                                        medians, strict=True)
+            if m > 1.0 and (model is None or not pairs or pairs.get(s) == model)}
 
 
 def above_peak_note(system: str, median: float) -> str:

@@ -619,18 +619,19 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
     default_question(draws, model)
     summary = compute(draws, dt, seed=seed, model=model, priors_path=priors)
     summary["stale"] = stale_warnings(draws, here=workdir is None)
-    summary["above_peak"] = above_peak_warnings(draws)
+    summary["above_peak"] = above_peak_warnings(draws, model)
     render_whole(summary, draws, out_dir, dt)
     return out_dir, summary
 
 
-def above_peak_warnings(draws: Fit) -> list[str]:
+def above_peak_warnings(draws: Fit, model: str | None = None) -> list[str]:
     """A system whose ``compute_eff`` posterior median exceeds 1, in words (as ``predict
     --explain`` says it of the target step): the card's compute precision is likely not the
-    deployment's (engine/explain.py ``above_peak``)."""
+    deployment's (engine/explain.py ``above_peak``); with ``model`` (``report --model``), of
+    a fit of several models, only that model's pairs."""
     from ddtree_bayes.engine.explain import above_peak, above_peak_note
 
-    return [above_peak_note(s, m) for s, m in above_peak(draws).items()]
+    return [above_peak_note(s, m) for s, m in above_peak(draws, model).items()]
 
 
 def fit_warnings(summary: dict) -> list[str]:
