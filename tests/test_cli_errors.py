@@ -220,6 +220,37 @@ def test_next_query_is_checked_like_predict(work):
     assert "--query: --accept 40 is above what ddtree with block 16 can emit (at most 16" in err
 
 
+@pytest.mark.parametrize(("flag", "value", "words"), [
+    ("--engine", "", "'' is not a name (lowercase letters, digits and . _ + -) (fix: use "
+                     "engine names, e.g. --engine sglang,native)"),
+    ("--model", "", "'' is not a model name (fix: use the name in the data's model column, "
+                    "e.g. --model kimi-k2.6)"),
+    ("--hardware", "", "'' is not a name (lowercase letters, digits and . _ + -) (fix: use a "
+                       "GPU name from data/hardware.csv, e.g. --hardware b300)"),
+    ("--method", "", "'' is not a name (lowercase letters, digits and . _ + -) (fix: use e.g. "
+                     "--method ddtree, eagle3 or ar)"),
+    ("--drafter", "", "'' is not a drafter card's name (fix: use a name from data/drafters.csv "
+                      "or the built-in cards, e.g. --drafter yuhuili/EAGLE3-LLaMA3.1-Instruct-8B)"),
+    ("--drafter", " ", "' ' is not a drafter card's name (fix: use a name from "
+                       "data/drafters.csv or the built-in cards, e.g. --drafter "
+                       "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B)")])
+def test_an_empty_name_is_refused_in_predicts_words_in_next_query_and_track(work, flag, value,
+                                                                           words):
+    """An empty name is no name given: predict, next --query and track add each refuse it in
+    the same words (exit 2, nothing written). `--drafter ''` was refused by predict and next
+    as "--drafter needs a fit of the structured step (fix: refit ...)", which a refit would
+    not mend, and by track add as not a drafter card's name."""
+    before = listing(work)
+    err = one_error(*run_cli(work, "predict", "--accept", "12", flag, value))
+    assert err == f"ddtree-bayes: error: argument {flag}: {words}\n"
+    query = f"--accept 12 {flag} {value!r}"
+    err = one_error(*run_cli(work, "next", "--query", query))
+    assert err == f"ddtree-bayes: error: --query {query!r}: argument {flag}: {words}\n"
+    err = one_error(*run_cli(work, "track", "add", "--accept", "12", flag, value))
+    assert err == f"ddtree-bayes: error: argument {flag}: {words}\n"
+    assert listing(work) == before
+
+
 def test_next_query_refuses_a_range_step_it_would_not_use(work):
     """`next --query "--accept 12:16:1"` answered for U(12,16) with the step dropped without a
     word (`--accept 12:16:3` too): a step sets the rows predict tabulates beside its U(12,16)

@@ -1179,5 +1179,5 @@ def test_track_and_next_query_ask_a_named_drafter_as_predict_does(tmp_path):
     assert (code, out) == (2, "") and "--query: --drafter needs a fit of the structured step" in err
     before = (work / "models" / "tracked.json").read_text()
     code, out, err = run_cli(work, "track", "add", *flags, "--drafter", " ")
-    assert (code, out) == (2, "") and "--drafter ' ' is not a drafter card's name" in err
+    assert (code, out) == (2, "") and "argument --drafter: ' ' is not a drafter card's name" in err
     assert (work / "models" / "tracked.json").read_text() == before

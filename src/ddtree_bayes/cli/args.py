@@ -506,6 +506,20 @@ def model_name(text: str) -> str:
 
 
 model_name.__name__ = "model name"
+
+
+def drafter_name(text: str) -> str:
+    """A type= function: a drafter card's name, as predict, next --query and track add take
+    it (which cards exist is the fit's to say): an empty or space-padded name is refused, not
+    read as the default drafter nor blamed on the fit."""
+    if not text.strip() or text != text.strip():
+        raise _bad(text, "is not a drafter card's name",
+                   "use a name from data/drafters.csv or the built-in cards, e.g. --drafter "
+                   "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    return text
+
+
+drafter_name.__name__ = "drafter name"
 ENGINES = name("use engine names, e.g. --engine sglang,native", several=True)
 METHOD = name("use e.g. --method ddtree, eagle3 or ar")
 
@@ -578,7 +592,7 @@ def check_query(text: str) -> argparse.Namespace:
     parser.add_argument("--accept", type=accept)
     parser.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY, "give the stream count, e.g. "
                                                     "--concurrency 16"))
-    parser.add_argument("--drafter")   # (predict's: which cards exist is the fit's to say)
+    parser.add_argument("--drafter", type=drafter_name)   # (predict's)
     try:
         tokens = shlex.split(text)
     except ValueError as err:

@@ -233,14 +233,14 @@ def _untracked(fix: str):
 
 
 def _query_flags(p: argparse.ArgumentParser) -> None:
-    from ddtree_bayes.cli.args import ACCEPT_HELP, accept, add_scenario_arguments
+    from ddtree_bayes.cli.args import ACCEPT_HELP, accept, add_scenario_arguments, drafter_name
     from ddtree_bayes.core.query_flags import add_kv_cache_argument
 
     add_scenario_arguments(p)
     p.add_argument("--accept", type=accept, help=ACCEPT_HELP)
     add_kv_cache_argument(p, capped="the query's intervals, now and as update and diff print "
                                     "them")
-    p.add_argument("--drafter", metavar="NAME",
+    p.add_argument("--drafter", metavar="NAME", type=drafter_name,
                    help="a drafter card's name, as predict --drafter takes it: the query is "
                         "answered, now and by update and diff, with that drafter's passes and "
                         "acceptance")

@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prob", type=A.PROB, default=0.9,
                    help="probability of the wide interval (default: %(default)s; 50%% is always shown)")
     add_scenario_arguments(p)
-    p.add_argument("--drafter", metavar="NAME",
+    p.add_argument("--drafter", metavar="NAME", type=A.drafter_name,
                    help="a drafter card's name (data/drafters.csv or built in): its passes "
                         "cost its roofline times the per-pass multiple the engine showed with "
                         "the measured drafter; its acceptance is the acceptance of the fit's "
