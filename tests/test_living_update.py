@@ -1422,14 +1422,18 @@ def _attach_dims(path: Path, coords: dict, dims: dict) -> None:
             post[name].dims[2].attach_scale(post[dim])
 
 
-def test_diff_of_fits_of_two_different_models_compares_no_per_system_parameter(tmp_path):
-    """`diff` of a fit of Kimi K2.6's B300 rows (M = 1 step 7.5 ms) against a fit of the same
-    rows as Llama-3.1-8B's (3 ms) printed `step_ar_ms[b300x8] 7.5 -> 3 -60%`: one label, two
-    models' steps. The per-system and per-group parameters of fits of different models are
-    shown side by side under their own heading, without a change, and one warning names both
-    fits' models; the population parameters (the engine relation, the noise) are compared."""
+#: the parameters' dimensions of the point-mass fits of :func:`_kimi_and_llama_fits`
+_COORDS = {"system": ["b300x8"], "overhead_group": ["b300x8/sglang/ddtree"],
+           "relation": ["native"]}
+_DIMS = {**dict.fromkeys(("step_ar_ms", "moe_share", "moe_slope", "moe_exponent",
+                          "ctx_ms_per_unit"), "system"),
+         "reduction": "relation", "overhead_frac": "overhead_group"}
+
+
+def _kimi_and_llama_fits(tmp_path: Path) -> tuple[Path, str, str]:
+    """A workdir with two point-mass fits of the same B300 rows: A of Kimi K2.6's (M = 1
+    step 7.5 ms), B the rows as Llama-3.1-8B's (3 ms, noise 0.05); (workdir, A, B)."""
     from test_cli_support import make_point_mass_workdir, write_point_mass_fit
-    from test_json_schemas import validate_output
 
     work = make_point_mass_workdir(tmp_path / "w", step_ar_ms=[7.5])
     models, hw, priors = work / "models", work / "data" / "hardware.csv", work / "models" / "priors.toml"
@@ -1441,13 +1445,23 @@ def test_diff_of_fits_of_two_different_models_compares_no_per_system_parameter(t
                          target_model="llama-3.1-8b-instruct", step_ar_ms=[3.0],
                          noise_sd=0.05)
     a, b = "20260101T000000Z-pointmss", "20260102T000000Z-llamafit"
-    coords = {"system": ["b300x8"], "overhead_group": ["b300x8/sglang/ddtree"],
-              "relation": ["native"]}
-    dims = {**dict.fromkeys(("step_ar_ms", "moe_share", "moe_slope", "moe_exponent",
-                             "ctx_ms_per_unit"), "system"),
-            "reduction": "relation", "overhead_frac": "overhead_group"}
     for fit_id in (a, b):
-        _attach_dims(store.fits_dir(models) / f"{fit_id}.nc", coords, dims)
+        _attach_dims(store.fits_dir(models) / f"{fit_id}.nc", _COORDS, _DIMS)
+    return work, a, b
+
+
+def test_diff_of_fits_of_two_different_models_compares_no_per_system_parameter(tmp_path):
+    """`diff` of a fit of Kimi K2.6's B300 rows (M = 1 step 7.5 ms) against a fit of the same
+    rows as Llama-3.1-8B's (3 ms) printed `step_ar_ms[b300x8] 7.5 -> 3 -60%`: one label, two
+    models' steps. The per-system and per-group parameters of fits of different models are
+    shown side by side under their own heading, without a change, and one warning names both
+    fits' models; the population parameters (the engine relation, the noise) are compared."""
+    from test_cli_support import write_point_mass_fit
+    from test_json_schemas import validate_output
+
+    work, a, b = _kimi_and_llama_fits(tmp_path)
+    models, hw, priors = work / "models", work / "data" / "hardware.csv", work / "models" / "priors.toml"
+    coords, dims = _COORDS, _DIMS
     warning = (f"fit {a} holds kimi-k2.6 and fit {b} llama-3.1-8b-instruct: a parameter per "
                "system or group is each fit's own model's (shown side by side, no change), "
                "and each tracked query is answered for each fit's own model")
@@ -1489,3 +1503,53 @@ def test_diff_of_fits_of_two_different_models_compares_no_per_system_parameter(t
     assert params["step_ar_ms[b300x8]"]["median_change"] == pytest.approx(-0.6)
     assert "models_differ" not in params["step_ar_ms[b300x8]"]
     assert not any("holds" in w for w in json.loads(out)["warnings"])
+
+
+def test_diff_of_fits_of_two_different_models_gives_no_tracked_change(tmp_path):
+    """`diff` of a fit of Kimi K2.6's B300 rows against one of the same rows as Llama-3.1-8B's
+    printed each tracked query as `90% 640-640 -> 1500-1700 tok/s (median 640 -> 1592, ...)`:
+    each fit answers for its own model, two quantities read as a change. Such a line now says
+    "different models" and gives no change (JSON: `models_differ: true` on the entry); a diff
+    of two fits of one model is unchanged."""
+    from test_cli_support import write_point_mass_fit
+    from test_json_schemas import validate_output
+
+    work, a, b = _kimi_and_llama_fits(tmp_path)
+    code, _, err = call(work, "track", "add", "--engine", "sglang", "--accept", "12",
+                        "--name", "a12")
+    assert code == 0, err
+    code, out, err = call(work, "diff", a, b, "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    validate_output("diff", report)
+    entries = {(t["name"], t["label"]): t for t in report["tracked"]}
+    assert len(entries) == 3 and all(t["models_differ"] is True for t in report["tracked"])
+    a12 = entries[("a12", "b300 x8 sglang ddtree b16/B32 accept 12")]
+    # A: Kimi's point mass, 12 tokens per 18.75 ms step at M = 33
+    assert a12["before"] == {"median": 640.0, "lo90": 640.0, "hi90": 640.0}
+    # B: Llama's answer, as predict gives it from fit B
+    code, out, _ = call(work, "predict", "--fit", b, "--engine", "sglang", "--accept", "12",
+                        "--format", "json")
+    (row,) = json.loads(out)["rows"]
+    assert a12["after"]["median"] == row["median"]
+    assert round(row["median"]) == 1592
+    code, out, err = call(work, "diff", a, b)
+    assert code == 0, err
+    tracked = out.partition("\ntracked queries, ")[2].splitlines()[1:]
+    assert len(tracked) == 3
+    assert tracked[2] == ("  a12: b300 x8 sglang ddtree b16/B32 accept 12: different models, "
+                          "not one quantity: 90% A 640-640, B 1500-1700 tok/s (median A 640, "
+                          "B 1592)")
+    assert not any("->" in ln or "width" in ln for ln in tracked)
+    # control: two fits of Kimi (step 7.5 -> 3 ms): a change, and no models_differ
+    models = work / "models"
+    write_point_mass_fit(models, work / "data" / "measurements.csv", models / "priors.toml",
+                         work / "data" / "hardware.csv", fit_id="20260103T000000Z-kimifit2",
+                         step_ar_ms=[3.0])
+    code, out, err = call(work, "diff", a, "20260103T000000Z-kimifit2", "--format", "json")
+    assert code == 0, err
+    assert not any("models_differ" in t for t in json.loads(out)["tracked"])
+    code, out, err = call(work, "diff", a, "20260103T000000Z-kimifit2")
+    line = next(ln for ln in out.splitlines() if ln.startswith("  a12: "))
+    assert line.startswith("  a12: b300 x8 sglang ddtree b16/B32 accept 12: 90% 640-640 -> ")
+    assert "(median 640 -> " in line and "different models" not in line

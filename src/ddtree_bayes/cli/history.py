@@ -217,6 +217,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
                         "query is answered for each fit's own model"], into=warned)
     asked: list[str] = []
     changes = living.compare_queries(a, b, tracked, args.seed, warnings=asked)
+    if unlike:   # (each fit answered for its own model: two quantities, not a change)
+        changes = [{**c, "models_differ": True} for c in changes]
     print_warnings(asked, into=warned)   # (what predict warns of for a tracked query's flags)
     unconverged = [f for f in (a, b) if not f.meta["converged"]]
     differ = _inputs_differ(a, b)

@@ -591,13 +591,21 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
 
 def format_change(c: dict) -> str:
     """``default: b300 x8 native ddtree b16/B32 accept 14: 90% 640-1180 -> 780-960 tok/s
-    (median 890 -> 860, width -60%)``."""
+    (median 890 -> 860, width -60%)``; with ``models_differ`` (diff of fits of models that
+    share none) ``...: different models, not one quantity: 90% A 640-640, B 1500-1700 tok/s
+    (median A 640, B 1592)``."""
     def iv(x: dict | None) -> str:
         return "-" if x is None else f"{tok_text(x['lo90'])}-{tok_text(x['hi90'])}"
 
     b, a = c["before"], c["after"]
     text = f"{c['name']}: {c['label']}: 90% {iv(b)} -> {iv(a)} tok/s"
-    if b and a:
+    if b and a and c.get("models_differ"):
+        # (fits of models that share none, each answering for its own: two quantities under
+        # one label, so no change, as diff's parameter table gives none)
+        text = (f"{c['name']}: {c['label']}: different models, not one quantity: 90% A "
+                f"{iv(b)}, B {iv(a)} tok/s (median A {tok_text(b['median'])}, B "
+                f"{tok_text(a['median'])})")
+    elif b and a:
         wb, wa = b["hi90"] - b["lo90"], a["hi90"] - a["lo90"]
         width = percent_text(wa / wb - 1, plus=True) if wb > 0 else "n/a"
         was = c.get("accept_before")
