@@ -15,11 +15,14 @@ from collections.abc import Callable
 
 from ddtree_bayes.core.config import DEFAULT_SEED, MAX_SEED
 from ddtree_bayes.core.data import (
+    DRAFTER_NAME_FIX,
+    EMPTY_ITEM,
     MAX_BLOCK,
     MAX_BUDGET,
     MAX_CONCURRENCY,
     MAX_GPUS,
     NAME_RE,
+    drafter_name_problem,
     plain_float,
 )
 from ddtree_bayes.core.query_flags import ACCEPT_HELP, add_kv_cache_argument, whole_number
@@ -434,7 +437,7 @@ def _items(text: str, fix: str) -> list[str]:
     4 without a word on the blank between: a typo, or a number lost)."""
     parts = text.split(",")
     if any(not p.strip() for p in parts):
-        raise _bad(text, "has an empty item (two commas in a row, or one at an end)", fix)
+        raise _bad(text, EMPTY_ITEM, fix)
     return parts
 
 
@@ -512,10 +515,9 @@ def drafter_name(text: str) -> str:
     """A type= function: a drafter card's name, as predict, next --query and track add take
     it (which cards exist is the fit's to say): an empty or space-padded name is refused, not
     read as the default drafter nor blamed on the fit."""
-    if not text.strip() or text != text.strip():
-        raise _bad(text, "is not a drafter card's name",
-                   "use a name from data/drafters.csv or the built-in cards, e.g. --drafter "
-                   "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    problem = drafter_name_problem(text)
+    if problem is not None:
+        raise _bad(text, problem, DRAFTER_NAME_FIX)
     return text
 
 

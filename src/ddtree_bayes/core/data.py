@@ -95,6 +95,30 @@ def as_name(text: str) -> str:
     return re.sub(r"[^a-z0-9._+-]+", "-", text.lower()).strip("-")
 
 
+#: What a comma list with an empty item (``1,,4``, ``sglang,``) is told: refused, not dropped
+#: (cli/args.py's list flags, optimize's ``parse_budgets``).
+EMPTY_ITEM = "has an empty item (two commas in a row, or one at an end)"
+
+
+#: The fix of a drafter name no card can have (``predict --drafter``, ``next --query``,
+#: ``track add``, a tracked query read back): :func:`drafter_name_problem`.
+DRAFTER_NAME_FIX = ("use a name from data/drafters.csv or the built-in cards, e.g. --drafter "
+                    "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+
+
+def drafter_name_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a drafter card's name (which cards exist is the fit's to say):
+    not text, empty, or padded with spaces; None for a name. The one rule of ``--drafter``'s
+    flag (cli/args.py ``drafter_name``) and of a tracked query (``normalize_query``).
+
+    >>> drafter_name_problem("a/b"), drafter_name_problem(" a"), drafter_name_problem("")
+    (None, "is not a drafter card's name", "is not a drafter card's name")
+    """
+    if isinstance(value, str) and value.strip() and value == value.strip():
+        return None
+    return "is not a drafter card's name"
+
+
 def not_a_name(value: str) -> tuple[str, str]:
     """(problem, fix) for a ``value`` :data:`NAME_RE` refuses: lowercase it when that mends
     it, else a name it could be (accents dropped, other characters as '-').

@@ -14,6 +14,7 @@ import numpy as np
 
 from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import DEFAULT_SEED
+from ddtree_bayes.core.data import EMPTY_ITEM
 from ddtree_bayes.core.drafters import DrafterCard, serves
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.engine import predictive as P
@@ -205,8 +206,7 @@ def parse_budgets(text: str | None) -> tuple[int, ...]:
     if text is None:
         return DEFAULT_BUDGETS
     if any(not p.strip() for p in text.split(",")):   # (as the CLI's list flags: not dropped)
-        raise QueryError(f"--budgets {text!r} has an empty item (two commas in a row, or one "
-                         "at an end)", fix="use e.g. --budgets 8,16,32,64")
+        raise QueryError(f"--budgets {text!r} {EMPTY_ITEM}", fix="use e.g. --budgets 8,16,32,64")
     try:
         values = sorted({int(p) for p in text.split(",")})
     except ValueError:

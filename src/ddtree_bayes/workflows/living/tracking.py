@@ -9,8 +9,10 @@ from typing import Any
 
 from ddtree_bayes.core.clock import utc_now
 from ddtree_bayes.core.data import (
+    DRAFTER_NAME_FIX,
     NAME_RE,
     accept_flag,
+    drafter_name_problem,
     not_a_name,
     percent_text,
     plain_text,
@@ -140,12 +142,9 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
 
         problem, fix = not_a_model_name(q["model"])
         raise QueryError(f"--model {problem}", fix=fix)
-    if q["drafter"] is not None and (not isinstance(q["drafter"], str) or not q["drafter"].strip()
-                                     or q["drafter"] != q["drafter"].strip()):
+    if q["drafter"] is not None and (bad := drafter_name_problem(q["drafter"])):
         # (a card's name, as predict --drafter takes it: which cards exist is the fit's to say)
-        raise QueryError(f"--drafter {q['drafter']!r} is not a drafter card's name",
-                         fix="use a name from data/drafters.csv or the built-in cards, e.g. "
-                             "--drafter yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+        raise QueryError(f"--drafter {q['drafter']!r} {bad}", fix=DRAFTER_NAME_FIX)
     if q["accept"] is not None:
         P.parse_accept(str(q["accept"]))
         q["accept"] = str(q["accept"])
