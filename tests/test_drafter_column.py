@@ -1181,3 +1181,28 @@ def test_track_and_next_query_ask_a_named_drafter_as_predict_does(tmp_path):
     code, out, err = run_cli(work, "track", "add", *flags, "--drafter", " ")
     assert (code, out) == (2, "") and "argument --drafter: ' ' is not a drafter card's name" in err
     assert (work / "models" / "tracked.json").read_text() == before
+
+
+@pytest.mark.parametrize("block", [2, 3, 5])
+def test_the_drafter_refusals_example_acceptance_is_one_the_configuration_can_emit(block):
+    """A --drafter without its acceptance is refused with a fix giving an example --accept:
+    it was "--accept 3:4" whatever was asked, so an EAGLE-3 chain of depth 2 (at most 3 tokens
+    per step: depth + 1) was told to pass what it then refused ("--accept 3:4 (up to 4) is
+    above what eagle3 with block 2 can emit"). The example now ends at the configuration's own
+    limit (by hand: depth + 1 = 3, 4, 6), and asking with it answers."""
+    import re
+
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    draws = _two_drafters_fit()
+    draws.meta["model"]["acceptance_groups"] = draws.meta["model"]["acceptance_groups"][:1]
+    ask = {"hardware": "b300", "gpus": 8, "engines": ("sglang",), "method": "eagle3",
+           "block": block, "drafter": "test/k25-head"}
+    with pytest.raises(QueryError) as err:
+        resolve(draws, Flags(**ask))
+    example = re.search(r"e\.g\. --accept (\S+?)\)?$", str(err.value)).group(1)
+    lo, hi = (float(x) for x in example.split(":"))
+    assert (lo, hi) == (block, block + 1)   # (depth + 1 tokens at most, by hand)
+    (asked,) = resolve(draws, Flags(**ask, accept=example)).asked   # (answered, not refused)
+    assert max(s.value for s in asked.accept if s.value is not None) == block + 1

@@ -700,10 +700,14 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         if flags.drafter is not None:
             sc = with_drafter(fit, sc, flags.drafter, prefix)
             if request is None and acceptance and not drafter_acceptance(fit, sc):
+                # (an example the configuration can emit: "--accept 3:4" was told to an
+                # EAGLE-3 chain of depth 2, which then refused it, at most 3 tokens per step)
+                top = sc.limit.tokens
                 raise QueryError(prefix + f"--drafter {flags.drafter}: the fit measured no "
                                  f"acceptance of it for {sc.describe()}",
-                                 fix="give the acceptance you expect with --accept, e.g. "
-                                     "--accept 3:4")
+                                 fix="give the acceptance you expect with --accept, "
+                                     f"{sc.limit.describe()}, e.g. --accept "
+                                     f"{max(top - 1, 1):g}:{top:g}")
         elif acceptance and sc.method != AR_METHOD and (named := other_drafters(fit, sc)) and (
                 request is None or not any(r.drafter is None
                                            for r in configuration_rows(fit, sc))):
