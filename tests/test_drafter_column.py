@@ -1206,3 +1206,34 @@ def test_the_drafter_refusals_example_acceptance_is_one_the_configuration_can_em
     assert (lo, hi) == (block, block + 1)   # (depth + 1 tokens at most, by hand)
     (asked,) = resolve(draws, Flags(**ask, accept=example)).asked   # (answered, not refused)
     assert max(s.value for s in asked.accept if s.value is not None) == block + 1
+
+
+def test_next_leaves_out_a_default_drafter_candidate_when_no_default_drafter_exists(
+        monkeypatch, tmp_path):
+    """next measures a candidate with the default drafter (a blank drafter column). Where the
+    fit's rows of the model's method all name a card and no default card serves it, that
+    drafter is one predict says "no row measured and no card describes": on a fit of
+    data/public/conc/vllm_eagle3_kimi_k26_rtxpro6000x8_dcp1_conc.csv (C <= 8), `next --query
+    "--method eagle3 --drafter lightseekorg/kimi-k2.5-eagle3-mla --concurrency 8"` ranked
+    first "the query's configuration, with the default drafter" - a run nobody can make.
+    Now left out with why, as a method without any drafter is; with a default card (or rows
+    that ran the default drafter) it stays."""
+    from ddtree_bayes.workflows.decisions import next_measurement as N
+
+    monkeypatch.chdir(tmp_path)   # (no data/drafters.csv here: the fit's cards alone)
+    ask = "--hardware b300 --engine sglang --method eagle3 --block 3"
+    for flags in (" --drafter test/k25-head", " --accept 1.7"):
+        draws = _named_only_fit()
+        left: list = []
+        kept = N.default_candidates(draws, N.parse_query(draws, ask + flags), left)
+        assert not [c for c in kept if c.scenario.method == "eagle3"]
+        (why,) = {why for c, why in left if "sglang eagle3" in c.describe()}
+        assert why == ("no default eagle3 drafter card serves kimi-k2.6, and the fit's eagle3 "
+                       "rows of it all name the drafter test/k25-head: a candidate is measured "
+                       "with the default drafter (a blank drafter column), which no row ran "
+                       "and no card describes (`ddtree-bayes card add` a default one)")
+        # (the AR and DDTree candidates are kept)
+        assert {c.why for c in kept} >= {"AR, context 0", "DDTree budget 8"}
+    for draws in (_named_only_fit(default_card=True), _two_drafters_fit()):
+        kept = N.default_candidates(draws, N.parse_query(draws, ask + " --accept 1.7"), [])
+        assert [c.why for c in kept if c.scenario.method == "eagle3"] == ["the query itself"]

@@ -301,8 +301,39 @@ def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -
                                  getattr(scenario, "verify_tokens", None))
     if reach is not None:
         return reach + ", so nobody can run it as configured"
-    return no_drafter(draws, scenario.model, scenario.method,
-                      drafter_cards(draws) if cards is None else cards)
+    cards = drafter_cards(draws) if cards is None else cards
+    return (no_drafter(draws, scenario.model, scenario.method, cards)
+            or no_default_drafter(draws, scenario, cards))
+
+
+def no_default_drafter(draws: Fit, scenario: P.Scenario, cards: tuple) -> str | None:
+    """Why a candidate of ``scenario`` cannot be measured with the default drafter, which
+    every candidate drafts with (a blank drafter column): no default card of ``cards`` serves
+    its model's method, and the fit's rows of that method for the model all name a card (so no
+    row ran a default drafter either: predict calls it "a drafter no row measured and no card
+    describes"). None: AR, a default card, a row with a blank drafter column, or no row of the
+    method (:func:`~ddtree_bayes.engine.scenario.no_drafter` says that case). `next --query
+    "--method eagle3 --drafter lightseekorg/kimi-k2.5-eagle3-mla --concurrency 8"` on the Kimi
+    K2.6 concurrency sweep ranked such a run first."""
+    from ddtree_bayes.core.drafters import drafter_for
+    from ddtree_bayes.engine.target_models import deployments_of_one_model
+
+    method = scenario.method
+    if method == AR_METHOD:
+        return None
+    rows = draws.measurements.rows
+    model = scenario.model or (rows[0].model if rows else None)
+    if model is None or drafter_for(cards, model, method) is not None:
+        return None
+    ran = [r for r in rows
+           if r.method == method and deployments_of_one_model(draws, r.model, model)]
+    if not ran or any(r.drafter is None for r in ran):
+        return None
+    named = sorted({str(r.drafter) for r in ran})
+    return (f"no default {method} drafter card serves {model}, and the fit's {method} rows of "
+            f"it all name the drafter{'s' * (len(named) > 1)} {', '.join(named)}: a candidate "
+            "is measured with the default drafter (a blank drafter column), which no row ran "
+            "and no card describes (`ddtree-bayes card add` a default one)")
 
 
 def transfer_note(draws: Fit, scenario: P.Scenario) -> str | None:
