@@ -521,6 +521,35 @@ def test_predict_asks_the_fit_its_own_question(rtx5090):
     assert code == 0 and err == "" and json.loads(out)["default_scenario"] is None
 
 
+def test_the_api_says_which_question_it_answers_as_predict_does(rtx5090):
+    """`predict` on a fit that never measured B300 says on stderr that it asks the fit's own
+    most-measured system, and which flags it filled; `db.predict(accept=3)` answered the RTX
+    5090's llama.cpp MTP block 6 without a word (the README's question is B300 DDTree). The
+    API now gives predict's line as a UserWarning: the same words, cross-checked against the
+    CLI's stderr for the same flags."""
+    import warnings
+
+    from ddtree_bayes import api
+
+    draws = api.load(workdir=rtx5090)
+    for flags, kw in ((("--accept", "3"), {"accept": 3}),
+                      (("--block", "3", "--accept", "3"), {"block": 3, "accept": 3})):
+        code, _, err = run_unconverged(rtx5090, "predict", "--allow-unconverged", *flags)
+        assert code == 0, err
+        (said,) = [line.removeprefix("ddtree-bayes predict: ") for line in err.splitlines()]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            table = api.predict(draws, allow_unconverged=True, workdir=rtx5090, **kw)
+        assert said in [str(w.message) for w in caught]
+        assert table["hardware"].tolist() == ["rtx-5090"]
+    # a full question asks what it says: no line, from either
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        api.predict(draws, allow_unconverged=True, workdir=rtx5090, hardware="rtx-5090",
+                    engines="llama.cpp", method="mtp", block=2, accept=2)
+    assert not [w for w in caught if "most-measured" in str(w.message)]
+
+
 def test_predict_without_accept_takes_the_configurations_measured_acceptance(rtx5090):
     """No --accept and no [[acceptance]] prior for mtp block 6: the block-6 row's measured
     4.222 (one row) instead of an error; a configuration never measured still asks for one."""

@@ -112,7 +112,9 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     convergence gates raises :class:`~ddtree_bayes.core.errors.UnconvergedError` unless
     ``allow_unconverged`` (the CLI's ``--allow-unconverged``). What the CLI prints as a
     warning (the data or priors file the fit names changed since; an engine
-    never measured nor declared, a context far past the measured ones) is a ``UserWarning``;
+    never measured nor declared, a context far past the measured ones), and its line saying
+    which question the fit's default filled in (a fit that never measured B300 asks its own
+    most-measured system), is a ``UserWarning``;
     with ``strict`` (the CLI's ``--strict``) a stale fit raises
     :class:`~ddtree_bayes.core.errors.StaleArtifactError` instead, and an engine or method
     never measured nor declared a :class:`~ddtree_bayes.core.errors.QueryError`.
@@ -133,7 +135,7 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     # predict's flags (a name P.predict does not take raised its raw TypeError): engine is
     # --engine, an alias of engines; mixture, warnings and strict are this function's to give
     flags = set(inspect.signature(P.predict).parameters) - {"fit", "mixture", "warnings",
-                                                            "strict"}
+                                                            "strict", "notes"}
     valid = sorted(flags | {"engine", "model_average"})
     unknown = next((k for k in query if k not in flags and k != "engine"), None)
     if unknown is not None:
@@ -169,10 +171,15 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
 
         mixture = compare.model_average(draws, query.get("seed", DEFAULT_SEED),
                                         "model_average=True", query.get("workdir"), said)
-    rows = P.predict(draws, **query, strict=strict, warnings=said, mixture=mixture)
+    notes: list[str] = []
+    rows = P.predict(draws, **query, strict=strict, warnings=said, mixture=mixture,
+                     notes=notes)
     import warnings
 
-    for text in said:   # what the CLI prints as warnings (they were dropped)
+    # what the CLI prints as warnings (they were dropped), after the line saying which
+    # question the fit's default filled in (a fit that never measured B300 answered its own
+    # system's without a word)
+    for text in [*notes, *said]:
         warnings.warn(text, UserWarning, stacklevel=2)
     P.require_finite(rows)   # a QueryError, not a table of NaN
     table = P.to_frame(rows)

@@ -1146,7 +1146,8 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
             mixture: list[tuple[Fit, float]] | None = None, strict: bool = False,
             concurrency: int | tuple[int, ...] | list[int] | None = None,
             kv_cache: str | None = None, drafter: str | None = None,
-            warnings: list[str] | None = None, explain: bool = False) -> list[dict]:
+            warnings: list[str] | None = None, explain: bool = False,
+            notes: list[str] | None = None) -> list[dict]:
     """Posterior predictive throughput for one question: the keyword form of ``predict``'s
     flags (``concurrency``: one C or several; rows then per user with a ``total``;
     ``kv_cache``: the KV cache's dtype, ``--kv-cache``; ``drafter``: a drafter card's name,
@@ -1156,7 +1157,9 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
     (:func:`predict_rows`). With no configuration arguments this is the fit's default question
     (B300 DDTree block 16, budget 32, SGLang and native, unless the fit never measured B300).
     ``warnings`` gets what the CLI prints as warnings (a name never measured nor declared, a
-    context far past the measured ones, ...).
+    context far past the measured ones, ...); ``notes`` the line ``predict`` prints on stderr
+    when the fit's default question filled flags not given (the fit never measured B300: its
+    own most-measured system is asked; :attr:`~ddtree_bayes.engine.question.Question.note`).
 
     Examples
     --------
@@ -1192,6 +1195,8 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
     question = resolve(fit, flags, strict=strict)
     rows = predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
                         mixture=mixture, explain=explain)
+    if notes is not None and question.note is not None:   # (the API answered it silently)
+        notes.append(question.note)
     if warnings is not None:   # (and an engine left out of an AR question: a row missing)
         # (a method without a drafter: the stored and built-in cards, not this directory's)
         warnings.extend(drafter_gap_warnings(fit, [(sc.model, sc.method)
