@@ -487,3 +487,34 @@ def test_how_far_below_is_one_rule_for_fewer_streams_and_longer_context():
     assert RN._how_far_below(row(2, 90.0, 4.0), row(3, 100.0, 4.0)) == ("10.0% below", "")
     assert RN._how_far_below(row(2, 150.0, 6.0), row(3, 120.0, 4.0)) == (
         "16.7% below", " (per accepted token)")
+
+
+def _ddtree_run(row: int, tok_s: float, accept: float = 4.4):
+    from ddtree_bayes.core.data import Measurement
+
+    return Measurement(row, "kimi-k2.6", "b300", 8, "sglang", "ddtree", 8, 8, 9, accept, None,
+                       tok_s, "s", "")
+
+
+def test_runs_far_apart_are_named_by_their_own_tok_s():
+    """Two runs of one speculative configuration at the same accept_len (B300 DDTree block 8
+    budget 8 at 4.4: row 3's 303 tok/s and a new 1000) were said as "227.3 tok/s is 3.3x apart
+    from row 3's 68.86 tok/s": each tok/s divided by the accept_len (steps per second), labelled
+    tok/s, numbers no row holds. At the same accept_len the rows' own tok/s are said (the ratio
+    is the same, 1000 / 303 = 3.30); at different ones the per-accepted-token rates, so
+    labelled, as before (1000 / 5 = 200 against 303 / 4.4 = 68.86: 2.9x)."""
+    from ddtree_bayes.core.likelihood import far_apart_repeats
+    from ddtree_bayes.core.row_notes import cross_row_notes
+
+    old = _ddtree_run(3, 303.0)
+    (note,) = [n for n in cross_row_notes(_ddtree_run(11, 1000.0), [old]) if "apart" in n]
+    assert note.startswith("1000 tok/s is 3.3x apart from row 3's 303 tok/s, a run of the "
+                           "same configuration (kimi-k2.6, b300x8 sglang ddtree M=9)")
+    (line,) = far_apart_repeats([old, _ddtree_run(11, 1000.0)])
+    assert "3.3x apart: 303 and 1000 tok/s;" in line
+    (note,) = [n for n in cross_row_notes(_ddtree_run(11, 1000.0, accept=5.0), [old])
+               if "apart" in n]
+    assert note.startswith("200 tok/s per accepted token is 2.9x apart from row 3's 68.86 "
+                           "tok/s per accepted token")
+    (line,) = far_apart_repeats([old, _ddtree_run(11, 1000.0, accept=5.0)])
+    assert "2.9x apart: 68.86 and 200 tok/s per accepted token;" in line

@@ -519,11 +519,15 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
         r = max(runs, key=apart)
         ratio = apart(r)
         if ratio > REPEAT_SPREAD:
-            per = "" if r.accept_len == m.accept_len else " per accepted token"
+            # (at one accept_len the rows' own tok/s, the same ratio: "227.3 tok/s ... 68.86
+            # tok/s" was said of 1000 and 303 tok/s at 4.4, their tok/s per accepted token)
+            same_accept = r.accept_len == m.accept_len
+            per = "" if same_accept else " per accepted token"
+            rate = (lambda x: x.tok_s) if same_accept else run_rate
             label = config_label(m.system, m.engine, m.method, m.verify_tokens,
                                  m.context_tokens, m.concurrency)
-            notes.append(f"{run_rate(m):.4g} tok/s{per} is {ratio:.3g}x apart from row {r.row}'s "
-                         f"{run_rate(r):.4g} tok/s{per}, a run of the same configuration "
+            notes.append(f"{rate(m):.4g} tok/s{per} is {ratio:.3g}x apart from row {r.row}'s "
+                         f"{rate(r):.4g} tok/s{per}, a run of the same configuration "
                          f"({m.model}, {label}): runs that far apart are almost always a unit "
                          "or entry error (check tok_s: per-user or total? and the "
                          "configuration columns)")
