@@ -713,3 +713,32 @@ def test_extra_meta_refuses_the_digests_a_saved_fit_writes_over_it():
     for key in ("cards_sha256", "derived_sha256"):
         with pytest.raises(ValueError, match=f"would overwrite the fit's own metadata \\({key}\\)"):
             _extra_meta({key: "mine"})
+
+
+def test_the_api_prices_a_drafter_from_the_workdirs_cards(tmp_path, monkeypatch):
+    """`db.predict(workdir=W, drafter=NAME)` read NAME's card (one the fit did not store) from
+    the current directory's data/drafters.csv, not W's: from a notebook in another folder it
+    priced another card of that name without a word (a fit of the Kimi K2.6 concurrency sweep,
+    a K2.6 EAGLE-3 head of 1 B in W and one of 8 B here: 91.8 tok/s where `predict` in W
+    answers 122), or refused a card W has. W's cards now, as `predict` run in W reads them:
+    the same number as the API called from W itself."""
+    import numpy as np
+
+    from test_engine_effects import KIMI_DDTREE, own_drafters, structured_engine_fit
+
+    base = structured_engine_fit()
+    draws = base.view(variables={**base.variables, "structure_sd": np.full(4, 0.04)})
+    work, elsewhere = tmp_path / "w", tmp_path / "here"
+    work.mkdir(), elsewhere.mkdir()
+    own_drafters(work, KIMI_DDTREE)   # (2 + 1 B read per pass)
+    own_drafters(elsewhere, KIMI_DDTREE.replace(",2,2,1,", ",8,8,1,"))   # (8 + 1 B: another)
+    ask = {"hardware": "b300", "gpus": 8, "method": "ddtree", "block": 16, "budget": 32,
+           "accept": "12", "engine": "sglang", "drafter": "my-kimi-ddtree"}
+    with pytest.warns(UserWarning, match=PAST_M9):   # (budget 32: M = 33)
+        monkeypatch.chdir(work)   # (as `predict --drafter my-kimi-ddtree` run in W)
+        in_work = api.predict(draws, **ask)["median"][0]
+        monkeypatch.chdir(elsewhere)
+        here = api.predict(draws, **ask)["median"][0]
+        from_elsewhere = api.predict(draws, workdir=work, **ask)["median"][0]
+    assert here != pytest.approx(in_work, rel=1e-3)   # (the two cards price it apart)
+    assert from_elsewhere == in_work

@@ -104,7 +104,9 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     ``kv_cache``: the KV cache's dtype, bf16, fp16, fp8, q8_0 or q4_0, as ``--kv-cache``;
     ``drafter``: a drafter card's name, as ``--drafter``; ``model_average``: mix the latest
     converged fit of each model form, as ``--model-average``, the fits and weights in the
-    frame's ``attrs["model_average"]``) and ``target``, ``prob``, ``seed``, ``workdir``; any
+    frame's ``attrs["model_average"]``) and ``target``, ``prob``, ``seed``, ``workdir`` (where
+    ``data/`` and ``models/`` are: the latest fit, and the cards ``predict`` run there reads,
+    e.g. a ``drafter`` the fit did not store); any
     other keyword raises :class:`~ddtree_bayes.core.errors.QueryError` naming them. The
     question is resolved as the CLI
     resolves it (:func:`ddtree_bayes.engine.question.resolve`). A number that comes out
@@ -126,6 +128,19 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
         table[["engine", "accept", "median", "lo90", "hi90", "p_ge_target"]]
         db.predict(hardware="h200", engine="sglang", accept=14, explain=True)
     """
+    from ddtree_bayes.core.paths import working_in
+
+    _paths("predict", workdir=query.get("workdir"))
+    # (the cards an answer reads "here", a --drafter or --model the fit did not store: the
+    # workdir's, as `predict` run there reads them; they were the current directory's)
+    with working_in(query.get("workdir")):
+        return _predict(fit, allow_unconverged=allow_unconverged, strict=strict,
+                        model_average=model_average, **query)
+
+
+def _predict(fit: Fit | None, *, allow_unconverged: bool, strict: bool, model_average: bool,
+             **query: Any):
+    """:func:`predict` within its workdir."""
     import inspect
 
     from ddtree_bayes.core.errors import QueryError, UnconvergedError
@@ -147,7 +162,6 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
                              fix="give engine= or engines=, not both")
         query["engines"] = query.pop("engine")
 
-    _paths("predict", workdir=query.get("workdir"))
     if fit is not None and not isinstance(fit, Fit):   # (an AttributeError on .meta before)
         fit_id = getattr(fit, "fit_id", fit if isinstance(fit, str) else None)
         raise TypeError(f"predict(fit=...) takes a Fit from ddtree_bayes.load() or None, not "
@@ -180,7 +194,7 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     # question the fit's default filled in (a fit that never measured B300 answered its own
     # system's without a word)
     for text in [*notes, *said]:
-        warnings.warn(text, UserWarning, stacklevel=2)
+        warnings.warn(text, UserWarning, stacklevel=3)
     P.require_finite(rows)   # a QueryError, not a table of NaN
     table = P.to_frame(rows)
     if mixture is not None:   # (the CLI's JSON model_average)

@@ -2,17 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
 
 BUNDLED_FILES = ("measurements.csv", "hardware.csv", "seed_estimates.csv", "priors.toml",
                  "models.csv")
 
+#: The working directory a Python API call was given (:func:`working_in`), for the readers
+#: that take none (the drafter and model cards an answer reads "here"); None: the current one.
+_WORKDIR: ContextVar[Path | None] = ContextVar("ddtree_bayes_workdir", default=None)
+
+
+@contextmanager
+def working_in(workdir: str | Path | None) -> Iterator[None]:
+    """Within the block, a file read "here" (``data/`` and ``models/`` of the working
+    directory, :func:`data_file` and :func:`own_data_file` without ``workdir``) is read from
+    ``workdir`` (None: the current directory, as without the block). ``db.predict(workdir=W,
+    drafter=NAME)`` priced NAME with the current directory's data/drafters.csv, not W's."""
+    token = _WORKDIR.set(None if workdir is None else Path(workdir))
+    try:
+        yield
+    finally:
+        _WORKDIR.reset(token)
+
 
 def _root(workdir: str | Path | None) -> Path:
     """The working directory: ``workdir`` (a str or Path, as the Python API is called with
-    either) or the current directory."""
-    return Path.cwd() if workdir is None else Path(workdir)
+    either), else the one a Python API call was given (:func:`working_in`), else the current
+    directory."""
+    if workdir is not None:
+        return Path(workdir)
+    given = _WORKDIR.get()
+    return Path.cwd() if given is None else given
 
 
 def bundled(name: str) -> Path:
