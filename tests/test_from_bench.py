@@ -521,7 +521,40 @@ def test_the_files_gpu_is_checked_against_the_hardware_table_and_flag(work, tmp_
     err = one_error(work, "--from-bench", src, *README_FLAGS, *table, "--hardware", "h100")
     assert err == (f"ddtree-bayes: error: {src}, record 2: the file ran on 'NVIDIA GeForce RTX "
                    "4080' (hardware rtx-4080), but --hardware h100 (fix: drop --hardware (the "
-                   "file's GPU is used), or import the file of the h100 run)\n")
+                   "file's GPU is used), or import the file of the h100 run; a row of your own "
+                   "edition of rtx-4080, `hardware add NAME --like rtx-4080`, is taken as "
+                   "--hardware NAME)\n")
+
+
+def test_a_file_of_your_own_edition_of_its_gpu_imports_under_your_gpu(work, tmp_path):
+    """`hardware add h100-oc --like h100 --mem-bw-tb-s 3.9` is the documented row of a memory
+    overclock; its llama-bench file still says 'NVIDIA H100 80GB HBM3'. `--hardware h100-oc`
+    was refused ("the file ran on ... (hardware h100), but --hardware h100-oc (fix: drop
+    --hardware (the file's GPU is used) ...)"), and the fix filed the run under the stock
+    h100 (3.35 TB/s) without a word: a fit then prices its steps at the wrong bandwidth. A row
+    of yours copied from the file's GPU (hardware add's "as h100" source, through another of
+    yours too) is that GPU's edition: the rows land under it, the file's numbers unchanged
+    (150.62 and 127.493 tok/s, as under h100); a GPU of yours copied from another is refused
+    as before."""
+    src = str(BENCH / "llama_bench.json")
+    argv = ["--from-bench", src, "--gpus", "1", "--model", "llama-3.1-8b-instruct", "--engine",
+            "llama.cpp", "--method", "ar"]
+    for name, like in (("h100-oc", "h100"), ("h100-oc2", "h100-oc"), ("mine", "b200")):
+        code, _, err = run_cli(work, "hardware", "add", name, "--like", like, "--mem-bw-tb-s",
+                               "3.9", "--source", "memory +10%")
+        assert code == 0, err
+    other = Path(shutil.copytree(work, tmp_path / "other"))   # (one import of a file each)
+    for where, name in ((work, "h100-oc"), (other, "h100-oc2")):
+        code, _, err = run_cli(where, "add", *argv, "--hardware", name)
+        assert code == 0, err
+        assert [(r["hardware"], r["tok_s"], r["context_tokens"]) for r in new_rows(where)] == [
+            (name, "150.62", "64"), (name, "127.493", "4160")]
+    err = one_error(work, *argv, "--hardware", "mine")
+    assert err == (f"ddtree-bayes: error: {src}, record 2: the file ran on 'NVIDIA H100 80GB "
+                   "HBM3' (hardware h100), but --hardware mine (fix: drop --hardware (the "
+                   "file's GPU is used), or import the file of the mine run; a row of your own "
+                   "edition of h100, `hardware add NAME --like h100`, is taken as --hardware "
+                   "NAME)\n")
 
 
 def test_the_docs_vllm_example_lands_as_the_model_it_ran(work):

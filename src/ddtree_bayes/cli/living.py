@@ -106,6 +106,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     known=known, default_context=blank_context,
                                     check_existing=as_fit)
     elif args.from_bench:
+        from ddtree_bayes.workflows.card_files.gpu import editions
         from ddtree_bayes.workflows.living.bench import CONFIG_KEYS, rows_from_bench
 
         for flag in ("tok_s", "concurrency"):
@@ -127,7 +128,8 @@ def cmd_add(args: argparse.Namespace) -> int:
             source=args.source, notes=args.notes, batch_size=args.batch_size,
             output_len=args.output_len, input_len=args.input_len,
             records=None if args.bench_records is None else set(args.bench_records),
-            single_stream_only=bool(args.single_stream_only))
+            single_stream_only=bool(args.single_stream_only),
+            editions=editions(table))   # (your --like GPUs: the file names the one copied)
         rows, noted = got.rows, got.notes
         kept = got.warnings   # (both said once the rows are in: an error is one line)
         result = living.append_rows(data_path, hardware, rows,

@@ -127,6 +127,44 @@ def _credits(text: str) -> tuple[list[tuple[str, list[str]]], str | None] | None
     return credits, copied or None
 
 
+def copied_from(source: str) -> str | None:
+    """The GPU whose row a row ``hardware add`` wrote copied its other figures from (``--like
+    h100``: "me (mem_bw_tb_s); other figures as h100: ..."), else None: a built-in or
+    hand-written source, or a ``--replace`` of a built-in row ("as before: ...").
+
+    >>> copied_from("me (mem_bw_tb_s); other figures as h100: NVIDIA H100 SXM spec (80 GB)")
+    'h100'
+    >>> copied_from("as rtx-4090: NVIDIA (24 GB)"), copied_from("NVIDIA H100 SXM spec (80 GB)")
+    ('rtx-4090', None)
+    """
+    read = _credits(source)
+    if read is None or read[1] is None:
+        return None
+    name = read[1].split(":", 1)[0].strip()
+    return None if name in ("", "before") else name
+
+
+def editions(table: HardwareTable) -> dict[str, frozenset[str]]:
+    """Each GPU of the user's own (not a built-in name) -> the GPUs it is an edition of: the
+    one it was copied from with ``--like``, and that one's, and so on (``h100-oc2 --like
+    h100-oc``, ``h100-oc --like h100``: both h100's). A benchmark file of such a GPU names the
+    GPU it copies (nvidia-smi's name of an overclocked H100 is an H100's): ``add --from-bench
+    --hardware h100-oc`` takes the file's h100 as it."""
+    out: dict[str, frozenset[str]] = {}
+    for name, origin in table.origins.items():
+        if origin != "user":
+            continue
+        seen: list[str] = []
+        base = copied_from(table.rows[name].get("source", ""))
+        while base is not None and base in table.rows and base not in seen and base != name:
+            seen.append(base)
+            base = (copied_from(table.rows[base].get("source", ""))
+                    if table.origins.get(base) == "user" else None)
+        if seen:
+            out[name] = frozenset(seen)
+    return out
+
+
 def _replacing(source: str, given: list[str], before: str, derived: str | None = None,
                scaled: tuple[str, ...] = ()) -> str | None:
     """The source of a row that replaces this GPU's own row (its previous source ``before``):

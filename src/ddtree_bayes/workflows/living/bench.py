@@ -275,9 +275,13 @@ def _own_quantisation(name: str, card: str, given: str, sizes: Mapping[str, floa
 
 
 def _hardware(path: Path, unit: str, parsed: list[BenchRecord], given: str | None,
-              names: Collection[str]) -> dict[int, str]:
+              names: Collection[str], editions: Mapping[str, Collection[str]] | None = None
+              ) -> dict[int, str]:
     """Record index -> the row's hardware: the hardware-table name the file's GPU is, or
-    ``given``; see docs/cli.md for the rule."""
+    ``given``; see docs/cli.md for the rule. ``given`` may be the user's own edition of the
+    file's GPU (``editions``: copied from it with ``hardware add --like``), which reports the
+    same name (the fix said to drop --hardware: the run of an overclocked H100 landed as a
+    stock h100, its bandwidth 3.35 TB/s)."""
     table = ", ".join(sorted(names))
     if all(rec.gpu is None for rec in parsed):
         if given is None:   # (n_gpu_layers 0 is refused before: the CPU decoded)
@@ -303,10 +307,11 @@ def _hardware(path: Path, unit: str, parsed: list[BenchRecord], given: str | Non
                             "table", fix=f"say which it is with --hardware (names: {table}), or "
                                          "add the GPU to data/hardware.csv (or --hardware-file)")
         return {r.index: hw for r in parsed}
-    if hw is not None and hw != given:
+    if hw is not None and hw != given and hw not in (editions or {}).get(given, ()):
         raise DataError(f"{where}: the file ran on {gpu!r} (hardware {hw}), but --hardware {given}",
                         fix=f"drop --hardware (the file's GPU is used), or import the file of "
-                            f"the {given} run")
+                            f"the {given} run; a row of your own edition of {hw}, `hardware "
+                            f"add NAME --like {hw}`, is taken as --hardware NAME")
     if hw is None and not gpu_number_agrees(given, gpu):
         raise DataError(f"{where}: the file ran on {gpu!r}, not on a {given}",
                         fix="give the GPU the file ran on with --hardware, or add it to "
@@ -423,7 +428,8 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                     batch_size: int | None = None, output_len: int | None = None,
                     input_len: int | None = None, records: Collection[int] | None = None,
                     single_stream_only: bool = False,
-                    card_sizes: Mapping[str, float] | None = None) -> BenchImport:
+                    card_sizes: Mapping[str, float] | None = None,
+                    editions: Mapping[str, Collection[str]] | None = None) -> BenchImport:
     """The rows of the benchmark file ``path``, its format and notes on what was skipped.
 
     ``records`` and ``single_stream_only`` select records before anything is validated
@@ -431,7 +437,9 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
     come from the file when it names them, as card names (``config['model']`` /
     ``config['hardware']`` map a name the cards do not hold, and are refused when the file
     clearly ran something else); ``hardware_names`` are the hardware table's names and
-    ``card_sizes`` card name -> total parameters in billions (default: data/models.csv). The other
+    ``card_sizes`` card name -> total parameters in billions (default: data/models.csv);
+    ``editions`` a GPU of the user's -> the GPUs it is an edition of (``hardware add --like``:
+    card_files/gpu.py ``editions``), whose files ``--hardware`` it may take. The other
     columns come from ``config`` (``CONFIG_KEYS``; None: the data file's GPU count for that
     hardware, the data file's model when the file names none). The acceptance length comes
     from the file when it records one, else from ``accept`` (autoregressive runs: 1); asking
@@ -483,7 +491,8 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
     warnings += [f"{path}, {unit} {rec.index}: {said}" for rec in parsed
                  for said in (rec.caveat, None if context is not None else rec.context_caveat)
                  if said]
-    hardware_of = _hardware(path, unit, parsed, config.get("hardware"), hardware_names)
+    hardware_of = _hardware(path, unit, parsed, config.get("hardware"), hardware_names,
+                            editions or {})
     method = config.get("method")
     rows = []
     for rec in parsed:
