@@ -1022,3 +1022,33 @@ def test_report_model_names_only_that_models_systems_above_the_peak(tmp_path, mo
     out, err = capsys.readouterr()
     assert json.loads(out)["warnings"] == [line] and made["above_peak"] == [line]
     assert err == f"ddtree-bayes: warning: {line}\n"
+
+
+def test_the_default_questions_predictive_is_drawn_once_per_scenario(monkeypatch):
+    """The answer line's warnings ran predict's question again beside the fan, which had just
+    drawn the same posterior predictive, and the concurrency figure's C = 1 drew it a third
+    time. Now each scenario's draws are computed once and shared (one memo): the default
+    question's 2 engines at C = 1 (fan), nothing more for the warnings, and the figure's other
+    7 concurrencies of each engine plus AR's 8: 2 + 14 + 8 = 24 draws of the predictive, where
+    drawing each anew made 2 + 2 + 24 = 28. The sections' numbers and words are the same."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report import sections
+
+    draws = point_mass_draws(n=400, noise_sd=0.05)
+    calls: list = []
+    real = P._per_token
+    monkeypatch.setattr(P, "_per_token", lambda *a: calls.append(a[2]) or real(*a))
+    shared = sections.default_answer(draws, 20261130)
+    assert len(calls) == 2 + 2 * 7 + 8 == 24
+    assert sorted({sc.engine for sc in calls if sc.concurrency == 1
+                   and sc.method != "ar"}) == ["native", "sglang"]
+    calls.clear()
+    apart = {"fan": sections.fan_section(draws, 20261130),
+             "answer_warnings": sections.answer_warnings(draws, 20261130),
+             "concurrency": sections.concurrency_section(draws, 20261130)}
+    assert len(calls) == 2 + 2 + 24
+    assert shared == apart
+    warned: list[str] = []
+    P.predict(draws, seed=20261130, warnings=warned)
+    assert shared["answer_warnings"] == list(dict.fromkeys(warned))

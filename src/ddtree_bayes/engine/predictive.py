@@ -1197,15 +1197,23 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
                         mixture=mixture, explain=explain)
     if notes is not None and question.note is not None:   # (the API answered it silently)
         notes.append(question.note)
-    if warnings is not None:   # (and an engine left out of an AR question: a row missing)
-        # (a method without a drafter: the stored and built-in cards, not this directory's)
-        warnings.extend(drafter_gap_warnings(fit, [(sc.model, sc.method)
-                                                   for sc in question.scenarios], here=False,
-                                             drafter=drafter))
-        warnings.extend([*question.warnings, *wide_interval_warnings(prob, fit.n_draws),
-                         *ceiling_warnings(rows), *routing_warnings(rows),
-                         *question.left_out])
+    if warnings is not None:
+        warnings.extend(answer_warnings(fit, question, rows, prob=prob))
     return rows
+
+
+def answer_warnings(fit: Fit, question: Question, rows: list[dict], *, prob: float = 0.9
+                    ) -> list[str]:
+    """What :func:`predict` warns of its answer ``rows`` to ``question`` (its ``warnings``):
+    a method without a drafter (the stored and built-in cards, not this directory's), the
+    question's own warnings, an interval too wide for the draws, the read cap and balanced
+    routing of the rows, and an engine left out of an AR question (a row missing). The
+    report's answer line says the same of the default question, from the rows it computed
+    once (workflows/report/sections.py ``default_answer``)."""
+    return [*drafter_gap_warnings(fit, [(sc.model, sc.method) for sc in question.scenarios],
+                                  here=False, drafter=question.flags.drafter),
+            *question.warnings, *wide_interval_warnings(prob, fit.n_draws),
+            *ceiling_warnings(rows), *routing_warnings(rows), *question.left_out]
 
 
 def accept_text(accept: object) -> str | None:
@@ -1225,7 +1233,7 @@ def accept_text(accept: object) -> str | None:
 def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                  prob: float = 0.9, seed: int = DEFAULT_SEED, workdir: Path | None = None,
                  mixture: list[tuple[Fit, float]] | None = None,
-                 explain: bool = False) -> list[dict]:
+                 explain: bool = False, memo: dict | None = None) -> list[dict]:
     """The numbers of a resolved question (:class:`~ddtree_bayes.engine.question.Question`):
     per engine and acceptance source, the median tok/s, the 50% and ``prob`` intervals,
     P(tok/s >= target) and the original estimate with its +-30% band.
@@ -1234,7 +1242,9 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
     show. ``mixture`` (pairs of fits and weights summing to 1, e.g. the pseudo-BMA+ weights of
     :mod:`compare`) averages the predictive distributions of several models. Rows of a fit of
     several models carry a ``model`` key; every row says where its acceptance came from
-    (``accept_kind``) and, for machines, its distribution (``accept_distribution``)."""
+    (``accept_kind``) and, for machines, its distribution (``accept_distribution``).
+    ``memo``: the predictive draws already computed for these scenarios
+    (:func:`per_token_draws`), shared, not drawn again."""
     probs = interval_probs(prob)
     if target is not None and (isinstance(target, bool) or not (   # (True read as 1 tok/s)
             isinstance(target, (int, float)) and math.isfinite(target) and target >= 0)):
@@ -1253,7 +1263,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
         raise QueryError("--explain splits one fit's draws, not a model average's",
                          fix="drop --model-average, or ask --explain of each fit (--fit ID)")
     for asked, sc in cases:
-        per_token, how = per_token_draws(fit, sc, seed, mixture)
+        per_token, how = per_token_draws(fit, sc, seed, mixture, memo=memo)
         split = explain_parts(fit, sc, seed) if explain else None
         priced = pass_drafter(fit, sc)
         cap = ceiling_row(per_token, read_ceiling(fit, sc))
@@ -1520,11 +1530,22 @@ def _past_group(fit: Fit, sc: Scenario, population: str) -> str:
 
 
 def per_token_draws(fit: Fit, sc: Scenario, seed: int,
-                    mixture: list[tuple[Fit, float]] | None = None) -> tuple[np.ndarray, str]:
+                    mixture: list[tuple[Fit, float]] | None = None, *,
+                    memo: dict | None = None) -> tuple[np.ndarray, str]:
     """Predictive tok/s per emitted token of ``sc`` (:func:`_per_token`), drawn from the
     generator keyed by what is asked, not by its place in a question: a configuration asked
-    twice, in another question, or by the report, gets the same digits."""
-    return _per_token(fit, mixture, sc, keyed_rng(seed, scenario_key(sc)))
+    twice, in another question, or by the report, gets the same digits. ``memo`` (one fit's
+    draws, no mixture): the draws of each (scenario, seed) computed once and handed out
+    again, read-only (the report's fan, answer line and concurrency figure ask the default
+    question's alike)."""
+    if memo is None or mixture is not None:
+        return _per_token(fit, mixture, sc, keyed_rng(seed, scenario_key(sc)))
+    key = (sc, int(seed))
+    if key not in memo:
+        per_token, how = _per_token(fit, None, sc, keyed_rng(seed, scenario_key(sc)))
+        per_token.flags.writeable = False
+        memo[key] = (per_token, how)
+    return memo[key]
 
 
 def _per_token(draws: Fit, mixture: list[tuple[Fit, float]] | None, sc: Scenario,

@@ -106,22 +106,39 @@ def headline_log_tok(draws: Fit, seed: int, model: str | None = None,
     return np.log(headline_accept(d, sc.limit) * 1000.0 / step)
 
 
-def answer_warnings(draws: Fit, seed: int, model: str | None = None) -> list[str]:
+def answer_warnings(draws: Fit, seed: int, model: str | None = None,
+                    memo: dict | None = None) -> list[str]:
     """What ``predict`` (``--model``; no configuration flags: the default question the answer
     line asks) warns of, in its words: a step past the configurations measured ("partly
     prior-driven"), a drafter no row of the configuration ran, a system without rows of its
     own ... The answer line said its number without them (B300 DDTree at M = 33 from rows of
     M <= 9; a generic eagle3 drafter where every row named another card, whose passes the fit
-    priced 2.92x). Empty when ``predict`` cannot answer (the sections say why)."""
-    warned: list[str] = []
-    try:
-        P.predict(draws, model=model, seed=seed, warnings=warned)
+    priced 2.92x). Empty when ``predict`` cannot answer (the sections say why). ``memo``: the
+    predictive draws the fan computed (:func:`default_answer`), not drawn again."""
+    try:   # (predict's resolve, rows and warnings: P.predict without configuration flags)
+        question = resolve(draws, Flags(model=model))
+        rows = P.predict_rows(draws, question, seed=seed, memo=memo)
+        warned = P.answer_warnings(draws, question, rows)
     except DDTreeBayesError:
         return []
     return list(dict.fromkeys(warned))
 
 
-def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuestion | None = None) -> dict:
+def default_answer(draws: Fit, seed: int, model: str | None = None,
+                   d: DefaultQuestion | None = None) -> dict:
+    """The report's sections of the default question's posterior predictive: the fan
+    (``fan``), what predict warns of the answer line (``answer_warnings``) and the
+    per-concurrency figure (``concurrency``), each scenario's draws computed once
+    (:func:`~ddtree_bayes.engine.predictive.per_token_draws`' memo) and shared: the answer
+    line's warnings drew the fan's again, and the figure's C = 1 did too."""
+    memo: dict = {}
+    return {"fan": fan_section(draws, seed, model, d, memo=memo),
+            "answer_warnings": answer_warnings(draws, seed, model, memo=memo),
+            "concurrency": concurrency_section(draws, seed, model, d, memo=memo)}
+
+
+def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuestion | None = None,
+                memo: dict | None = None) -> dict:
     seed_table = P.load_seed_table()
     engines = {}
     d = d or default_question(draws, model)
@@ -129,7 +146,7 @@ def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuest
     limit = scenarios[0].limit   # (engines share the configuration, so its limit)
     grid = fan_accept(d, limit)
     for sc in scenarios:
-        per_token, _ = P.per_token_draws(draws, sc, seed)   # predict's draws, digit for digit
+        per_token, _ = P.per_token_draws(draws, sc, seed, memo=memo)   # predict's, digit for digit
         original = P.seed_rows(seed_table, sc)   # (predict's original column, its rows)
         engines[sc.engine] = {
             "scenario": sc.describe(), "measured": bool(sc.measured),
@@ -157,7 +174,7 @@ CONCURRENCY_GRID = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 def concurrency_section(draws: Fit, seed: int, model: str | None = None,
-                        d: DefaultQuestion | None = None) -> dict:
+                        d: DefaultQuestion | None = None, memo: dict | None = None) -> dict:
     """Per-user and total tok/s of the default question at its headline acceptance, and of
     autoregressive decoding on the same system, against concurrency C
     (:data:`CONCURRENCY_GRID`); per engine P(faster than AR) at each C and where it pays
@@ -178,7 +195,7 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
         per_user, total, p_ar = [], [], []
         for c in CONCURRENCY_GRID:
             at_c = dataclasses.replace(sc, concurrency=c)
-            tok = a * P.per_token_draws(draws, at_c, seed)[0]   # as predict --concurrency
+            tok = a * P.per_token_draws(draws, at_c, seed, memo=memo)[0]   # as predict
             per_user.append(quantiles5(tok))
             total.append(quantiles5(c * tok))
             if name != "ar":   # predict --concurrency's draws (its acceptance keys them)

@@ -35,10 +35,8 @@ from ddtree_bayes.workflows.report.priors import (
     varies_of,
 )
 from ddtree_bayes.workflows.report.sections import (
-    answer_warnings,
-    concurrency_section,
     decisions_section,
-    fan_section,
+    default_answer,
     headline_log_tok,
     quantiles5,
     step_breakdown,
@@ -177,9 +175,8 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
         _psis_sections(summary, draws, dt, priors, coords, v, model, default, chains, n, seed)
 
     # 6. throughput fan chart, 7. variance decomposition, 8. step breakdown
-    summary["fan"] = fan_section(draws, seed, model, default)
-    summary["answer_warnings"] = answer_warnings(draws, seed, model)
-    summary["concurrency"] = concurrency_section(draws, seed, model, default)
+    # (fan, answer line's warnings and concurrency: one posterior predictive, shared)
+    summary.update(default_answer(draws, seed, model, default))
     summary["variance"] = variance_shares(draws, seed, model, default)
     summary["breakdown"] = step_breakdown(draws, draws.measurements, seed, model, default)
     summary["decisions"] = decisions_section(draws, seed, model, default, priors_path)
