@@ -4,6 +4,8 @@ the comma was the problem."""
 
 from __future__ import annotations
 
+import pytest
+
 from test_cli_support import make_point_mass_workdir, run_cli
 
 
@@ -154,3 +156,36 @@ def test_an_empty_item_of_structures_is_refused_not_dropped(tmp_path, monkeypatc
     assert seen == []
     run_cli(work, "validate", "--extrapolate", "--structures", "fraction, structured,fraction")
     assert seen == [("fraction", "structured")]
+
+
+@pytest.mark.parametrize("name", ["", " ", " yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"])
+def test_the_librarys_blank_drafter_is_refused_in_the_clis_words(name):
+    """``api.predict(..., drafter="")`` and the library's ``parse_query`` said of a blank
+    drafter "--drafter needs a fit of the structured step" (a fit of the fraction form) or
+    "no drafter card ''" (the structured one), where the CLI's --drafter says the name is
+    not a drafter card's name. One rule (core/data.py drafter_name_problem) and one wording
+    now, in the lowest layer: the same sentence and fix in both forms, before the fit is
+    asked anything."""
+    from ddtree_bayes import api
+    from ddtree_bayes.core.data import DRAFTER_NAME_FIX
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows import decisions as D
+
+    said = f"--drafter {name!r} is not a drafter card's name"
+    for step_form in ("fraction", "structured"):
+        draws = point_mass_draws()
+        draws.meta["model"]["step_form"] = step_form
+        with pytest.raises(QueryError) as err:
+            api.predict(draws, drafter=name)
+        assert (str(err.value), err.value.fix) == (f"{said} (fix: {DRAFTER_NAME_FIX})",
+                                                   DRAFTER_NAME_FIX), step_form
+        with pytest.raises(QueryError) as err:
+            D.parse_query(draws, f"--drafter '{name}'")
+        assert str(err.value) == f"--query: {said} (fix: {DRAFTER_NAME_FIX})", step_form
+    # the CLI's flag: the same problem and fix (argparse words the flag)
+    from ddtree_bayes.cli.args import drafter_name
+
+    with pytest.raises(Exception) as err:
+        drafter_name(name)
+    assert str(err.value) == f"{name!r} is not a drafter card's name (fix: {DRAFTER_NAME_FIX})"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from ddtree_bayes.core import per_call
-from ddtree_bayes.core.errors import DataError, InputError, closest
+from ddtree_bayes.core.errors import DataError, InputError, QueryError, closest
 from ddtree_bayes.core.methods import (
     AR_METHOD,
     AcceptLimit,
@@ -117,6 +117,25 @@ def drafter_name_problem(value: object) -> str | None:
     if isinstance(value, str) and value.strip() and value == value.strip():
         return None
     return "is not a drafter card's name"
+
+
+def check_drafter_name(value: object, prefix: str = "") -> None:
+    """Refuse a drafter name no card can have (:func:`drafter_name_problem`) in the one
+    wording of the library's questions (engine/question.py ``resolve``: ``predict(...,
+    drafter="")``, ``next --query``'s parse) and of a tracked query: ``--drafter '' is not a
+    drafter card's name`` with :data:`DRAFTER_NAME_FIX`, not a blank name's "no drafter card
+    ''" nor, in a fit of the fraction step, "needs a fit of the structured step".
+
+    >>> check_drafter_name("a/b")
+    >>> try:
+    ...     check_drafter_name("", "--query: ")
+    ... except QueryError as err:
+    ...     print(str(err).split(" (fix")[0])
+    --query: --drafter '' is not a drafter card's name
+    """
+    problem = drafter_name_problem(value)
+    if problem is not None:
+        raise QueryError(f"{prefix}--drafter {value!r} {problem}", fix=DRAFTER_NAME_FIX)
 
 
 def not_a_name(value: str) -> tuple[str, str]:

@@ -31,6 +31,7 @@ from ddtree_bayes.core.data import (
     NAME_RE,
     ON_OTHER_SYSTEMS,
     accept_shown,
+    check_drafter_name,
     not_a_name,
     plain_text,
 )
@@ -676,6 +677,8 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
     ...  for a in q.asked]
     [('sglang', 33, ['12', '13', 'U(12,13)']), ('native', 33, ['12', '13', 'U(12,13)'])]
     """
+    if flags.drafter is not None:   # (a blank name: refused as the CLI's flag refuses it)
+        check_drafter_name(flags.drafter, prefix)
     warnings = check_names(fit, flags, strict=strict, prefix=prefix)
     d, own = question_default(fit, flags)
     config, from_default = fill(d, flags, fit.methods)

@@ -9,10 +9,9 @@ from typing import Any
 
 from ddtree_bayes.core.clock import utc_now
 from ddtree_bayes.core.data import (
-    DRAFTER_NAME_FIX,
     NAME_RE,
     accept_flag,
-    drafter_name_problem,
+    check_drafter_name,
     not_a_name,
     percent_text,
     plain_text,
@@ -142,9 +141,9 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
 
         problem, fix = not_a_model_name(q["model"])
         raise QueryError(f"--model {problem}", fix=fix)
-    if q["drafter"] is not None and (bad := drafter_name_problem(q["drafter"])):
+    if q["drafter"] is not None:
         # (a card's name, as predict --drafter takes it: which cards exist is the fit's to say)
-        raise QueryError(f"--drafter {q['drafter']!r} {bad}", fix=DRAFTER_NAME_FIX)
+        check_drafter_name(q["drafter"])
     if q["accept"] is not None:
         P.parse_accept(str(q["accept"]))
         q["accept"] = str(q["accept"])
