@@ -1237,3 +1237,44 @@ def test_next_leaves_out_a_default_drafter_candidate_when_no_default_drafter_exi
     for draws in (_named_only_fit(default_card=True), _two_drafters_fit()):
         kept = N.default_candidates(draws, N.parse_query(draws, ask + " --accept 1.7"), [])
         assert [c.why for c in kept if c.scenario.method == "eagle3"] == ["the query itself"]
+
+
+def test_a_drafter_cards_key_is_built_once_and_a_refusal_parses_the_stored_cards_once(
+        monkeypatch):
+    """Each card's comparison key (core/drafters.py card_key, the one key of predict's "cards
+    differ" line, a refusal's "the fit stored its card", diff and the model average) is built
+    once per card: drafter_card_changes built a card's stored_card_dict again to read its
+    "default" (2 stored + 2 here, one stored card changed: 4 builds, not 6). And with_drafter
+    parsed the fit's stored cards a second time to word a refusal's suggestions (1 parse,
+    not 2); the refusal's words are the same."""
+    import dataclasses
+
+    from ddtree_bayes.core import drafters as DR
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.scenario import drafter_card_changes, resolve_scenario, with_drafter
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    cards = {c.drafter: c for c in drafter_table()}
+    here = (dataclasses.replace(cards["lightseekorg/kimi-k2.5-eagle3-mla"], default=True),
+            cards["z-lab/Qwen3-8B-DFlash-b16"])   # (Kimi K2.6's eagle3 default, another's)
+    draws = point_mass_draws()
+    stored = [DR.card_dict(c) for c in here]
+    stored[0] = {**stored[0], "params_active_b": stored[0]["params_active_b"] * 2}
+    draws.meta["model"]["drafter_cards"] = stored
+    built: list[str] = []
+    real = DR.stored_card_dict
+    monkeypatch.setattr(DR, "stored_card_dict", lambda d: built.append(d["drafter"]) or real(d))
+    said = drafter_card_changes(draws, None, cards=here)
+    assert len(said) == 1 and here[0].drafter in said[0]
+    assert len(built) == 2 + 2
+    # with_drafter's refusal of a name no card has: the stored cards parsed once
+    draws.meta["model"].update(step_form="structured", card={"model": "kimi-k2.6"})
+    sc = resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                          block=16, budget=32, verify_tokens=None, context_tokens=0)
+    parsed: list[int] = []
+    real_parse = DR.stored_cards
+    monkeypatch.setattr(DR, "stored_cards", lambda rows: parsed.append(1) or real_parse(rows))
+    with pytest.raises(QueryError) as err:
+        with_drafter(draws, dataclasses.replace(sc), "no/such-card")
+    assert len(parsed) == 1
+    assert str(err.value).startswith("no drafter card 'no/such-card' (fix: ")

@@ -139,7 +139,6 @@ def _cards_differ(a, b) -> list[tuple[str, str]]:
     of a model both fits stored, and the drafter cards for a model of either fit, that differ
     between fits ``a`` and ``b`` (key, line). Two proxy cards are made from the rows, which the
     diff lists: they are not compared; a proxy against a real card is named."""
-    import json
 
     from ddtree_bayes.core.drafters import drafts_for
     from ddtree_bayes.core.model_cards import modelled
@@ -155,11 +154,9 @@ def _cards_differ(a, b) -> list[tuple[str, str]]:
 
     def drafters(fit) -> dict[str, tuple[str, str]]:
         """a card's every field: (its name, its target)"""
-        from ddtree_bayes.core.drafters import stored_card_dict
+        from ddtree_bayes.core.drafters import card_key
 
-        return {json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])},
-                           sort_keys=True):
-                (d["drafter"], d["target_model"])
+        return {card_key(d): (d["drafter"], d["target_model"])
                 for d in fit.meta.get("model", {}).get("drafter_cards", [])}
 
     out = []

@@ -21,6 +21,8 @@ rest, and the fit says the roofline is generic. numpy-free: the standard library
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -194,6 +196,25 @@ def stored_card_dict(d: dict) -> dict:
     """
     return {**{k: v for k, v in d.items() if k != "block_size"},
             "default": d.get("default", True)}
+
+
+def card_dict(card: DrafterCard) -> dict:
+    """A drafter card as a fit stores it (``meta["model"]["drafter_cards"]``: its fields,
+    its methods a list), to compare with the stored ones (:func:`card_key`)."""
+    return {**dataclasses.asdict(card), "methods": list(card.methods)}
+
+
+def card_key(d: dict) -> str:
+    """A drafter card's dict (stored, or :func:`card_dict` of a card here) as two fits' cards,
+    or a fit's and the files', are compared: :func:`stored_card_dict` (a fit made before the
+    default column stored none; ``block_size`` left out), its methods in order. The one key
+    of ``predict``'s "cards differ" line, a refusal's "the fit stored its card", ``diff``'s
+    drafter cards and the model average's "same cards".
+
+    >>> card_key({"drafter": "d", "methods": ["b", "a"], "block_size": 16})
+    '{"default": true, "drafter": "d", "methods": ["a", "b"]}'
+    """
+    return json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])}, sort_keys=True)
 
 
 def drafter_table(path: str | Path | None = None, text: str | None = None

@@ -7,7 +7,6 @@ configuration (all its repeated runs) above 2,000 rows (:mod:`ddtree_bayes.engin
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -194,7 +193,7 @@ def inputs_unlike(fit: Fit, anchor: Fit) -> list[str]:
     inputs: what :func:`latest_per_form` mixes. A fit of the same data and priors made before
     data/hardware.csv changed was mixed into `--model-average` without a word: its transfers
     at the old bandwidths."""
-    from ddtree_bayes.core.drafters import stored_card_dict
+    from ddtree_bayes.core.drafters import card_key
     from ddtree_bayes.core.hardware_table import SOURCE_COLUMNS
     from ddtree_bayes.core.model_cards import modelled
 
@@ -221,9 +220,7 @@ def inputs_unlike(fit: Fit, anchor: Fit) -> list[str]:
 
     def drafters(f: Fit) -> list[str] | None:
         stored = f.meta.get("model", {}).get("drafter_cards")
-        return None if stored is None else sorted(
-            json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])},
-                       sort_keys=True) for d in stored)
+        return None if stored is None else sorted(card_key(d) for d in stored)
 
     if None not in (drafters(fit), drafters(anchor)) and drafters(fit) != drafters(anchor):
         out.append("drafter cards")

@@ -419,7 +419,7 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     when the fit stores no drafter cards (a fit of the fraction
     form prices no drafter) or the cards here do not load. ``cards``: the drafter cards here
     as the caller read them (:func:`here_drafters`), not read again."""
-    from ddtree_bayes.core.drafters import drafter_for, stored_card_dict, stored_cards
+    from ddtree_bayes.core.drafters import card_dict, card_key, drafter_for, stored_cards
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.engine.target_models import fit_models
 
@@ -434,15 +434,14 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
         except InputError:
             return []
 
-    key = _card_key
     named = {r.drafter for r in draws.measurements.rows if r.drafter is not None} | {drafter}
-    before = {key(d): d for d in model["drafter_cards"]}
-    after = {key(d): d for d in ({**dataclasses.asdict(c), "methods": list(c.methods)}
-                                 for c in here)}
+    # (each card's key built once: its "default" read back from the key, not built again)
+    before = {card_key(d): d for d in model["drafter_cards"]}
+    after = {card_key(d): d for d in map(card_dict, here)}
     serves: dict[str, tuple[str, set[str]]] = {}   # name: (target model, methods)
     for k in before.keys() ^ after.keys():
         d = before.get(k) or after[k]
-        if not stored_card_dict(d)["default"] and d["drafter"] not in named:
+        if not json.loads(k)["default"] and d["drafter"] not in named:
             continue   # (a card only rows or --drafter name prices nothing else)
         serves.setdefault(d["drafter"], (d["target_model"], set()))[1].update(d["methods"])
     fit_model = next(iter(fit_models(draws)), None)
@@ -482,20 +481,13 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     return [line + "re-run `ddtree-bayes fit` to fit with the cards here"]
 
 
-def _card_key(d: dict) -> str:
-    """A drafter card's dict (stored, or a card here's) as the fit's and the files' cards are
-    compared: core/drafters.py ``stored_card_dict`` (a fit made before the default column
-    stored none; block_size left out), its methods in order."""
-    from ddtree_bayes.core.drafters import stored_card_dict
-
-    return json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])}, sort_keys=True)
-
-
 def stored_card_note(draws: Fit, name: str) -> str:
     """What a refusal of the drafter ``name`` adds to its fix when the answer priced the card
     the fit stored (:func:`named_drafter`) and ``data/drafters.csv`` gives that name otherwise:
-    the card the user edited is not the one refused, and fitting again uses it; "" else."""
-    from ddtree_bayes.core.drafters import card_named
+    the card the user edited is not the one refused, and fitting again uses it; "" else
+    (cards compared as :func:`drafter_card_changes` compares them: core/drafters.py
+    ``card_key``)."""
+    from ddtree_bayes.core.drafters import card_dict, card_key, card_named
     from ddtree_bayes.core.errors import InputError
 
     stored = next((d for d in draws.meta["model"].get("drafter_cards", ())
@@ -504,8 +496,7 @@ def stored_card_note(draws: Fit, name: str) -> str:
         here = None if stored is None else card_named(here_drafters(draws), name)
     except InputError:
         return ""
-    if stored is None or here is None or _card_key(stored) == _card_key(
-            {**dataclasses.asdict(here), "methods": list(here.methods)}):
+    if stored is None or here is None or card_key(stored) == card_key(card_dict(here)):
         return ""
     return (f"; fit {draws.meta['fit_id']} prices {name} with the card it stored, and "
             "data/drafters.csv's differs: re-run `ddtree-bayes fit` to fit with it")
@@ -570,21 +561,24 @@ def _with_blocks_here(stored: tuple, more: tuple) -> tuple:
                  if c.drafter in blocks else c for c in stored)
 
 
-def named_drafter(draws: Fit, name: str) -> DrafterCard | None:
+def named_drafter(draws: Fit, name: str, stored: tuple | None = None) -> DrafterCard | None:
     """The drafter card called ``name`` that an answer of ``draws`` prices with, wherever it
     is named (``predict --drafter``, a row's ``drafter`` column, an acceptance file's): the
     card the fit stored, the one it was fitted with (its learned multiple of the drafter's
     roofline is of that card, as its answers use its stored model cards); else the card here
     (built in, overlaid by ``data/drafters.csv``: one added since the fit; a file that does
     not load raises, naming it). None: no card has the name. A stored card's ``block_size``
-    is the card here's where that gives one (:func:`drafter_cards`: it prices no pass)."""
+    is the card here's where that gives one (:func:`drafter_cards`: it prices no pass).
+    ``stored``: the fit's stored cards as the caller parsed them, not parsed again."""
     from ddtree_bayes.core.drafters import card_named, stored_cards
 
     # (the stored cards parsed once: drafter_cards parsed them again to find the same card)
-    stored = card_named(stored_cards(draws.meta["model"].get("drafter_cards", ())), name)
     if stored is None:
+        stored = stored_cards(draws.meta["model"].get("drafter_cards", ()))
+    mine = card_named(stored, name)
+    if mine is None:
         return card_named(here_drafters(draws), name)
-    return _with_blocks_here((stored,), _cards_here(draws))[0]
+    return _with_blocks_here((mine,), _cards_here(draws))[0]
 
 
 def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str | None:
@@ -1488,10 +1482,12 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "",
         raise QueryError(prefix + "--drafter needs a fit of the structured step (its drafter "
                          "passes are priced from their roofline)",
                          fix="refit with --step-form structured")
-    card = card if card is not None else named_drafter(draws, name)
+    # (the stored cards parsed once: for the card, and for a refusal's suggestions)
+    stored = stored_cards(model.get("drafter_cards", ())) if card is None else None
+    card = card if card is not None else named_drafter(draws, name, stored)
     target = sc.model or model["card"]["model"]
     if card is None:
-        cards = {c.drafter: c for c in stored_cards(model.get("drafter_cards", ()))}
+        cards = {c.drafter: c for c in stored or ()}
         cards |= {c.drafter: c for c in here_drafters(draws)}
         fits = sorted(c.drafter for c in cards.values()
                       if serves(c, target, sc.method))
