@@ -1553,3 +1553,63 @@ def test_diff_of_fits_of_two_different_models_gives_no_tracked_change(tmp_path):
     line = next(ln for ln in out.splitlines() if ln.startswith("  a12: "))
     assert line.startswith("  a12: b300 x8 sglang ddtree b16/B32 accept 12: 90% 640-640 -> ")
     assert "(median 640 -> " in line and "different models" not in line
+
+
+def test_an_update_to_another_models_rows_gives_no_tracked_change(tmp_path, monkeypatch):
+    """`update` after data/measurements.csv came to hold another model's rows (every row of
+    the fit of Kimi K2.6 gone, the same B300 rows as Llama-3.1-8B's) refits, and printed each
+    tracked query as a change, `90% 640-640 -> 1500-1700 tok/s (median 640 -> 1592, ...)`:
+    each fit answers for its own model, where `diff` of the same two fits says "different
+    models, not one quantity". update now says it as diff does: models_differ on each entry
+    (JSON and schema), the line with no change, and one warning naming both fits' models."""
+    from types import SimpleNamespace
+
+    from ddtree_bayes import api
+    from test_cli_support import write_point_mass_fit
+    from test_json_schemas import validate_output
+
+    work, a, b = _kimi_and_llama_fits(tmp_path)
+    (work / "models" / "latest.json").write_text(json.dumps({"fit_id": a, "file": f"fits/{a}.nc",
+                                                                "converged": True}))
+    assert store.resolve(work / "models").name == f"{a}.nc"
+    code, _, err = call(work, "track", "add", "--engine", "sglang", "--accept", "12",
+                        "--name", "a12")
+    assert code == 0, err
+    data = work / "data" / "measurements.csv"
+    data.write_text((work / "llama.csv").read_text())   # (Kimi's rows now Llama's)
+    refit = "20260104T000000Z-llamarft"
+
+    def fake_fit(*args, **kwargs):   # (the refit: Llama's point mass, step 3 ms)
+        path = write_point_mass_fit(work / "models", data, work / "models" / "priors.toml",
+                                    work / "data" / "hardware.csv", fit_id=refit,
+                                    target_model="llama-3.1-8b-instruct", step_ar_ms=[3.0],
+                                    noise_sd=0.05)
+        return SimpleNamespace(fit_id=refit, path=path, converged=True, failures=[],
+                               divergences=0, timings={}, warnings=(),
+                               raise_if_unconverged=lambda: None)
+
+    monkeypatch.setattr(api, "fit", fake_fit)
+    code, out, err = call(work, "update", "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    validate_output("update", report)
+    assert report["made_by"] == "refit"
+    line = (f"fit {a} holds kimi-k2.6 and fit {refit} llama-3.1-8b-instruct: each tracked "
+            "query is answered for each fit's own model")
+    assert line in report["warnings"]
+    a12 = {t["label"]: t for t in report["tracked"] if t["name"] == "a12"}[
+        "b300 x8 sglang ddtree b16/B32 accept 12"]
+    assert a12["models_differ"] is True
+    assert a12["before"] == {"median": 640.0, "lo90": 640.0, "hi90": 640.0}   # 12 / 18.75 ms
+    assert round(a12["after"]["median"]) == 1592   # (as diff's test: Llama's own answer)
+    assert all(t["models_differ"] is True for t in report["tracked"])
+    (work / "models" / "latest.json").write_text(json.dumps({"fit_id": a, "file": f"fits/{a}.nc",
+                                                                "converged": True}))
+    data.write_text((work / "llama.csv").read_text())
+    code, out, err = call(work, "update")
+    assert code == 0, err
+    assert f"ddtree-bayes: warning: {line}" in err.splitlines()
+    tracked = out.partition("\ntracked queries, ")[2].splitlines()[1:]
+    assert "  a12: b300 x8 sglang ddtree b16/B32 accept 12: different models, not one " \
+           "quantity: 90% A 640-640, B 1500-1700 tok/s (median A 640, B 1592)" in tracked
+    assert not any("->" in ln for ln in tracked if ln.startswith("  "))

@@ -208,14 +208,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
     warned: list[str] = []
     unlike = living.unlike_models(a, b)
     if unlike:   # (one label, two models' quantities: parameter_table compares none of them)
-        print_warnings([f"fit {ida} holds {', '.join(unlike[0])} and fit {idb} "
-                        f"{', '.join(unlike[1])}: a parameter per system or group is each "
-                        "fit's own model's (shown side by side, no change), and each tracked "
-                        "query is answered for each fit's own model"], into=warned)
+        print_warnings([living.unlike_models_line(
+            a, b, "a parameter per system or group is each fit's own model's (shown side by "
+                  "side, no change), and ")], into=warned)
     asked: list[str] = []
+    # (fits of models that share none: each entry models_differ, no change)
     changes = living.compare_queries(a, b, tracked, args.seed, warnings=asked)
-    if unlike:   # (each fit answered for its own model: two quantities, not a change)
-        changes = [{**c, "models_differ": True} for c in changes]
     print_warnings(asked, into=warned)   # (what predict warns of for a tracked query's flags)
     unconverged = [f for f in (a, b) if not f.meta["converged"]]
     differ = _inputs_differ(a, b)

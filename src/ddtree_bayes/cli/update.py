@@ -407,6 +407,11 @@ def _tracked(previous, after, tracked, seed: int, text: bool, report: dict) -> N
     from ddtree_bayes.workflows import living
 
     warned: list[str] = []
+    # (a refit of another model's rows, the previous fit's all gone: as diff says it, each
+    # entry models_differ and no change)
+    unlike = living.unlike_models_line(previous, after)
+    if unlike is not None:
+        warned.append(unlike)
     changes = living.compare_queries(previous, after, tracked, seed, warnings=warned)
     print_warnings(warned)   # (what predict warns of for a tracked query's flags)
     report["tracked"] = changes

@@ -58,4 +58,5 @@ from ddtree_bayes.workflows.living.tracking import (  # noqa: F401
     track_add,
     track_remove,
     tracked_path,
+    unlike_models_line,
 )

@@ -18,6 +18,7 @@ from ddtree_bayes.core.data import (
     tok_text,
 )
 from ddtree_bayes.core.errors import InputError, QueryError, without_fix
+from ddtree_bayes.workflows.living.fit_history import unlike_models
 from ddtree_bayes.workflows.living.records import (
     DEFAULT_QUERY,
     TRACKED_FILE,
@@ -584,13 +585,30 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                         "accept_before": b and b["accept"], "accept_after": a and a["accept"],
                         "before": b and b["interval"], "after": a and a["interval"],
                         "before_error": errors["before"], "after_error": errors["after"]})
+    if None not in (before, after) and unlike_models(before, after) is not None:
+        # each fit answered for its own model (fits of models that share none: ``diff`` of
+        # them, or an ``update`` whose data now holds another model's rows): two quantities
+        # under one label, not a change
+        out = [{**c, "models_differ": True} for c in out]
     return out
+
+
+def unlike_models_line(before, after, what: str = "") -> str | None:
+    """The warning ``diff`` and ``update`` give of fits of models that share none
+    (:func:`~ddtree_bayes.workflows.living.fit_history.unlike_models`), ``what`` saying what
+    else that means to the command; None for fits sharing a model."""
+    unlike = unlike_models(before, after)
+    if unlike is None:
+        return None
+    return (f"fit {before.meta['fit_id']} holds {', '.join(unlike[0])} and fit "
+            f"{after.meta['fit_id']} {', '.join(unlike[1])}: {what}each tracked query is "
+            "answered for each fit's own model")
 
 
 def format_change(c: dict) -> str:
     """``default: b300 x8 native ddtree b16/B32 accept 14: 90% 640-1180 -> 780-960 tok/s
     (median 890 -> 860, width -60%)``; with ``models_differ`` (diff of fits of models that
-    share none) ``...: different models, not one quantity: 90% A 640-640, B 1500-1700 tok/s
+    share none: diff, update) ``...: different models, not one quantity: 90% A 640-640, B 1500-1700 tok/s
     (median A 640, B 1592)``."""
     def iv(x: dict | None) -> str:
         return "-" if x is None else f"{tok_text(x['lo90'])}-{tok_text(x['hi90'])}"
