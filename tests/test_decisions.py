@@ -1218,12 +1218,13 @@ def test_cli_next_query_with_hardware_alone_answers(tmp_path):
     assert code == 0, err
     assert "query: h100 x8, sglang, ddtree, block 16, budget 32, verify 33, context 0, " \
         "accept 10" in out
-    # the table: rank, candidate and why left-aligned, the numbers right, the note left
+    # the table: rank, candidate, drafter and why left-aligned, the numbers right, the note
+    # left (a fit of the fraction form prices no drafter pass: "-")
     lines = out.splitlines()
     top = lines.index(next(x for x in lines if x.startswith("rank  candidate")))
     assert lines[top].split("  ")[-1] == "note" and lines[top].endswith("ESS  note")
     assert lines[top + 2].startswith("1     h100 x8 sglang ddtree block 16 budget 32 M=33    "
-                                     "the query itself    ")
+                                     "-        the query itself    ")
     # (h100 x8 is a system the fit never measured: update would refit for its row)
     assert lines[top + 2].endswith("(84%)    2  unreliable: ESS < 100, refit with it instead; "
                                    "update would refit: E[width] likely too wide")

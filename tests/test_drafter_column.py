@@ -1278,3 +1278,48 @@ def test_a_drafter_cards_key_is_built_once_and_a_refusal_parses_the_stored_cards
         with_drafter(draws, dataclasses.replace(sc), "no/such-card")
     assert len(parsed) == 1
     assert str(err.value).startswith("no drafter card 'no/such-card' (fix: ")
+
+
+def test_next_says_which_drafter_card_each_candidate_drafts_with(tmp_path):
+    """`next --candidates` ranked candidates of one system whose drafter passes are priced
+    with different cards (their model's default card for each method: here a DDTree and an
+    EAGLE-3 card of Kimi K2.6) without saying which: the rows now carry predict's
+    ``pass_drafter`` (the card; null a generic drafter; absent for AR, which drafts nothing)
+    and the table a drafter column (the card, ``generic``, ``-``)."""
+    import dataclasses
+
+    from ddtree_bayes.cli.decisions import drafter_cell
+    from ddtree_bayes.core.drafters import card_dict
+    from ddtree_bayes.workflows import decisions as D
+    from test_engine_effects import structured_engine_fit
+    from test_json_schemas import validate_output
+
+    draws = structured_engine_fit(64, noise_sd=0.036, structure_sd=0.04)
+    head = {c.drafter: c for c in drafter_table()}["lightseekorg/kimi-k2.5-eagle3-mla"]
+    draws.meta["model"]["drafter_cards"] += [card_dict(c) for c in (
+        dataclasses.replace(head, drafter="test/kimi-eagle3", default=True),
+        dataclasses.replace(head, drafter="test/kimi-ddtree", methods=("ddtree",),
+                            kind="dflash_block", default=True))]
+    path = tmp_path / "candidates.csv"
+    path.write_text("hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+                    "b300,8,sglang,ddtree,16,8,3,0\nb300,8,sglang,eagle3,3,3,3,0\n"
+                    "b300,8,sglang,ar,,,1,0\nb300,8,sglang,mtp,2,2,2,0\n")
+    query = D.parse_query(draws, "--engine sglang --accept 12")
+    left: list = []
+    out = D.next_measurements(draws, query, D.read_candidates(draws, path, query,
+                                                                left_out=left), k=2)
+    got = {r["method"]: (r.get("pass_drafter", "absent"), drafter_cell(r)) for r in out["rows"]}
+    assert got == {"ddtree": ("test/kimi-ddtree", "test/kimi-ddtree"),
+                   "eagle3": ("test/kimi-eagle3", "test/kimi-eagle3"), "ar": ("absent", "-")}
+    assert [c.scenario.method for c, _ in left] == ["mtp"]   # (no card, no row: nobody can)
+    # a generic drafter (no card of the model serves the method): null, "generic"
+    draws = draws.view(meta={**draws.meta, "model": {
+        **draws.meta["model"], "drafter_cards": draws.meta["model"]["drafter_cards"][:-1]}})
+    out = D.next_measurements(draws, query, D.read_candidates(draws, path, query,
+                                                                left_out=[]), k=2)
+    (tree,) = [r for r in out["rows"] if r["method"] == "ddtree"]
+    assert tree["pass_drafter"] is None and drafter_cell(tree) == "generic"
+    validate_output("next", {**out, "query": {**out["query"], "accept": 12.0,
+                                              "accept_distribution": None,
+                                              "accept_kind": "given"},
+                             "query_itself": None, "warnings": []})

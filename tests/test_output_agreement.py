@@ -431,6 +431,8 @@ def test_next_forms_agree(work, flags):
     assert len(cells) == len(out["rows"])
     for i, (cell, r) in enumerate(zip(cells, out["rows"], strict=True), start=1):
         assert cell["rank"] == str(i) and cell["candidate"] == r["candidate"]
+        assert cell["drafter"] == ("-" if "pass_drafter" not in r else
+                                   r["pass_drafter"] or "generic")
         assert cell["why"] == r["why"]
         assert cell[f"E[{label}% width]"] == (f"{n_text(r['expected_width'])} +- "
                                               f"{n_text(r['width_se'])}")

@@ -289,14 +289,15 @@ def cmd_next(args: argparse.Namespace) -> int:
 
     for note in overhead_notes([q]):   # how the answer was found (transferred, a prior), as predict
         print(f"  {note}")
-    headers = ["rank", "candidate", "why", f"E[{pct}% width]", "reduction", "ESS", "note"]
+    headers = ["rank", "candidate", "drafter", "why", f"E[{pct}% width]", "reduction", "ESS",
+               "note"]
     body = []
     for i, r in enumerate(out["rows"], start=1):
-        body.append([str(i), r["candidate"], r["why"],
+        body.append([str(i), r["candidate"], drafter_cell(r), r["why"],
                      f"{_n(r['expected_width'])} +- {_n(r['width_se'])}",
                      reduction_cell(r["reduction"], r["reduction_rel"]),
                      f"{r['ess_median']:.0f}", next_note(r, out["min_ess"])])
-    print(aligned_table(headers, body, left=3, text_last=True))
+    print(aligned_table(headers, body, left=4, text_last=True))
     reasons: dict[str, list[str]] = {}   # candidates nobody can measure, by why
     for r in out["left_out"]:
         reasons.setdefault(r["reason"], []).append(r["candidate"])
@@ -327,6 +328,21 @@ def cmd_next(args: argparse.Namespace) -> int:
     if (itself := query_itself_note(out)) is not None:
         print(f"{itself}.")
     return 0
+
+
+def drafter_cell(row: dict) -> str:
+    """A ``next`` row's drafter column: the card whose roofline prices the candidate's
+    drafter passes (its JSON ``pass_drafter``: candidates draft with their model's default
+    card for their method, which can differ from row to row), ``generic`` when no card serves
+    it (a generic drafter of the method), ``-`` when nothing drafts (AR) or the fit prices no
+    pass (the fraction form).
+
+    >>> [drafter_cell(r) for r in ({"pass_drafter": "z-lab/x"}, {"pass_drafter": None}, {})]
+    ['z-lab/x', 'generic', '-']
+    """
+    if "pass_drafter" not in row:
+        return "-"
+    return "generic" if row["pass_drafter"] is None else row["pass_drafter"]
 
 
 #: The configuration of a ``next`` row and of its query (a query at one stream names no C).

@@ -52,7 +52,7 @@ from ddtree_bayes.engine.question import (
     resolve,
 )
 from ddtree_bayes.engine.scenario import drafter_cards
-from ddtree_bayes.engine.structure import run_sd
+from ddtree_bayes.engine.structure import pass_drafter, run_sd
 from ddtree_bayes.engine.target_models import resolve_model, row_pair
 from ddtree_bayes.workflows.decisions.common import (
     CANDIDATE_AR_CONCURRENCIES,
@@ -1079,8 +1079,12 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
         res = preposterior(log_mu, parts["log_sd"], q, prob, picks, eps if t is None else t,
                            t_nu, updated=updated)
         sc = c.scenario
+        # (the card whose roofline prices its drafter passes, as predict's pass_drafter:
+        # null for a generic drafter; absent for AR and a fit of the fraction form)
+        priced = pass_drafter(draws, sc)
         rows.append({"candidate": c.describe(), "why": c.why,
                      **({"model": sc.model} if sc.multi else {}),
+                     **({} if priced is None else {"pass_drafter": priced[0]}),
                      "transferred": not sc.measured, "hardware": sc.hardware,
                      "gpus": sc.gpus, "engine": sc.engine, "method": sc.method,
                      "block": sc.block, "budget": sc.budget, "verify_tokens": sc.verify_tokens,
