@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import time
+from collections import Counter
 from pathlib import Path
 
 from ddtree_bayes.cli.output import (
@@ -460,8 +461,12 @@ def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_tex
         print(_way_table("reweight", report["psis"], []))
         base = "" if proposal is previous else f" (the sampled fit behind {previous.meta['fit_id']})"
         if weights.uniform:
+            # (rows whose notes or sources alone were edited: no fit reads them)
+            texts = (Counter(m.key() for m in previous.measurements.rows)
+                     != Counter(m.key() for m in measurements.rows))
             changed = [what for what, now, key in (
-                ("the data file changed only in form", measurements.sha256, "data"),
+                ("the data file changed only in its rows' notes or sources" if texts else
+                 "the data file changed only in form", measurements.sha256, "data"),
                 (UNFITTED_PRIORS, cfg.sha256, "priors"))
                 if now != previous.meta.get(key, {}).get("sha256")]
             print(f"fit {fit_id}: fit {proposal.meta['fit_id']}'s {weights.n_draws} NUTS draws"

@@ -171,6 +171,44 @@ lowercase, e.g. 'vllm')
         raise (error or DataError)(problem, file=str(file), row=row, column=column, fix=fix)
 
 
+#: The measurement columns no fit reads: free text, where a row came from and what it notes.
+#: The likelihood, the predictive and every gate read none of them (a row's notes are read
+#: only when its file is read: ``add --from-bench``'s result tag, refused twice in one file,
+#: and an old import's prompt-only context, warned of by ``add`` and ``fit``), so an edit of
+#: them alone leaves a fit's draws what they were: the fit is not stale
+#: (:func:`fitted_rows_same`) and ``update`` does not refit (:meth:`Measurement.fitted_key`).
+FREE_TEXT_COLUMNS = ("source", "notes")
+
+
+def fitted_rows_same(text: str, stored: str) -> bool:
+    """Whether the measurement file ``text`` says what the fit's ``stored`` text said but for
+    its free text (:data:`FREE_TEXT_COLUMNS`): the same header and, row by row, the same
+    cells of every other column, as written (``612`` and ``612.0`` differ here: a change of
+    form, which ``update`` tells from a change of numbers). False for a file that does not
+    parse as CSV.
+
+    >>> head = "model,tok_s,source,notes\\n"
+    >>> fitted_rows_same(head + "m,612,a.json,first run\\n", head + "m,612,a.json,\\n")
+    True
+    >>> fitted_rows_same(head + "m,613,a.json,\\n", head + "m,612,a.json,\\n")
+    False
+    """
+    def cells(t: str) -> tuple[list[str], list[list[str]]] | None:
+        try:
+            rows = [r for r in csv.reader(io.StringIO(t)) if r]
+        except csv.Error:
+            return None
+        if not rows:
+            return [], []
+        header = rows[0]
+        keep = [j for j, name in enumerate(header) if name.strip() not in FREE_TEXT_COLUMNS]
+        return ([header[j] for j in keep] + [f"({len(header)} columns)"],
+                [[r[j] if j < len(r) else "" for j in keep] + [str(len(r))] for r in rows[1:]])
+
+    mine, theirs = cells(text), cells(stored)
+    return mine is not None and mine == theirs
+
+
 @dataclass(frozen=True)
 class Measurement:
     """One validated measurement row (``row`` is its line number in the file)."""
@@ -208,6 +246,15 @@ class Measurement:
         (so ``612`` and ``612.0``, a blank and a derived verify_tokens, or a chain's blank
         budget and its depth, are the same)."""
         return tuple(v for k, v in self.__dict__.items() if k != "row")
+
+    def fitted_key(self) -> tuple:
+        """What a fit reads of the row: :meth:`key` without its free text
+        (:data:`FREE_TEXT_COLUMNS`). Two rows of one fitted key are the same measurement to
+        every fit (``update`` matches a fit's rows to the file's by it: a row whose notes
+        alone were edited is neither removed nor new); ``add`` still tells repeats apart by
+        their notes (:meth:`key`)."""
+        return tuple(v for k, v in self.__dict__.items()
+                     if k != "row" and k not in FREE_TEXT_COLUMNS)
 
     @property
     def system(self) -> str:

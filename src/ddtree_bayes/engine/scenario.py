@@ -21,6 +21,7 @@ from ddtree_bayes.core.data import (
     as_name,
     derive_verify_tokens,
     drafts_nothing,
+    fitted_rows_same,
     gb_texts,
     listed,
     measured_accept,
@@ -698,6 +699,8 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
         if (what == "priors" and ignore_priors_sections
                 and fitted_priors_same(text, draws.priors_toml, ignore_priors_sections)):
             continue
+        if what == "data" and fitted_rows_same(text, draws.data_csv):
+            continue   # (its rows' notes or sources alone: no fit reads them)
         # (new measurements: `update`, which reweights when it can; priors: a refit). Without
         # --data, update and fit read the default file: a fit of another is named with --data
         from ddtree_bayes.core.paths import data_flag

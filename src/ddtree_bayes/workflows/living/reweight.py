@@ -27,7 +27,6 @@ from typing import Any
 from ddtree_bayes.core.config import MIN_ESS_BULK, PriorsConfig
 from ddtree_bayes.core.data import Measurements
 from ddtree_bayes.core.errors import ArtifactError
-from ddtree_bayes.workflows.living.records import row_key
 
 MADE_BY_REWEIGHT = "psis-reweight"
 MADE_BY_REFIT = "refit"
@@ -57,14 +56,15 @@ def provenance(meta: dict) -> str | None:
 
 def pair_rows(old: Measurements, new: Measurements
               ) -> tuple[list[int], list[tuple[int, int]], list[int]]:
-    """Match rows by content (:func:`row_key`): (indices of ``new`` rows that ``old`` lacks,
+    """Match rows by what a fit reads of them (core/data.py ``Measurement.fitted_key``: their
+    notes and sources left out): (indices of ``new`` rows that ``old`` lacks,
     ``(old index, new index)`` pairs of equal rows, indices of ``old`` rows not in ``new``)."""
     free: dict[tuple, list[int]] = defaultdict(list)
     for j, m in enumerate(new.rows):
-        free[row_key(m)].append(j)
+        free[m.fitted_key()].append(j)
     kept, removed = [], []
     for i, m in enumerate(old.rows):
-        slots = free.get(row_key(m))
+        slots = free.get(m.fitted_key())
         if slots:
             kept.append((i, slots.pop(0)))
         else:

@@ -18,7 +18,6 @@ from ddtree_bayes.workflows.living.records import (
     SURPRISE_LO,
     describe_config,
     describe_row,
-    row_key,
 )
 
 
@@ -26,14 +25,15 @@ from ddtree_bayes.workflows.living.records import (
 def changed_rows(stored: Measurements, current: Measurements
                  ) -> tuple[list[Measurement], list[Measurement]]:
     """(rows of ``current`` not in ``stored``, rows of ``stored`` no longer in ``current``),
-    matched by content (:func:`row_key`), not by row number: a hand-edited row counts as
-    one removed and one added."""
+    matched by what a fit reads of them (core/data.py ``Measurement.fitted_key``: their
+    notes and sources left out), not by row number: a hand-edited row counts as one removed
+    and one added, a row whose notes alone were edited as neither."""
     def unmatched(rows, others) -> list[Measurement]:
         """Rows of ``rows`` left over after pairing each with an equal row of ``others``."""
-        left = Counter(row_key(m) for m in others)
+        left = Counter(m.fitted_key() for m in others)
         out = []
         for m in rows:
-            k = row_key(m)
+            k = m.fitted_key()
             if left[k]:
                 left[k] -= 1
             else:
