@@ -150,6 +150,83 @@ def test_a_groups_prior_stops_at_its_drafters_trained_block():
     assert S.model_meta(again, PRIORS)["acceptance_groups"] == meta["acceptance_groups"]
 
 
+def test_the_fraction_forms_groups_stop_at_their_drafters_trained_block(tmp_path):
+    """The structured form bounds a group's prior by its drafter's trained block (above); the
+    fraction form did not (it read no drafter card): its qwen3-8b DDTree budget-64 group kept
+    Uniform(1, 65), and a fit of it inferred up to 29 tokens a step (8% of its draws above
+    16), so predict refused the fit's own configuration (exit 2: "above what ddtree with a
+    drafter trained at block 16 can emit"). Now 16 in both forms; the fraction fit stores the
+    cards that bound a group (acceptance_drafter_cards, no other: it prices no pass) and its
+    groups are derived again from them; an own card of another block bounds at its block and
+    is the one stored. A fraction fit that stores none (an older one) derives them as before.
+    """
+    from ddtree_bayes.core.drafters import load_drafter_cards, stored_cards
+
+    data = load(row(model="qwen3-8b", hardware="h200", gpus="1", engine="hf",
+                    method="ddtree", block="", budget="64", tok="700"))
+    fraction = dataclasses.replace(PRIORS, step_form="fraction", moe_form="linear")
+    spec = S.build_spec(data, fraction, drafters=load_drafter_cards(bundled("drafters.csv")))
+    assert [g.prior.params for g in spec.accept_groups] == [{"lower": 1.0, "upper": 16.0}]
+    meta = S.model_meta(spec, fraction)
+    assert [d["drafter"] for d in meta["acceptance_drafter_cards"]] == [
+        "z-lab/Qwen3-8B-DFlash-b16"]
+    assert "drafter_cards" not in meta   # (the fraction form prices no drafter pass)
+    again = S.build_spec(data, fraction,
+                         drafters=stored_cards(meta["acceptance_drafter_cards"]))
+    assert S.model_meta(again, fraction) == meta
+    # an own card of the model's DDTree drafter trained at block 8: it bounds, it is stored
+    own = tmp_path / "drafters.csv"
+    own.write_text("drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+                   "bytes_per_weight,source,block_size\n"
+                   "my/qwen-dflash-b8,qwen3-8b,ddtree,dflash_block,5,1.0,1.0,2,a test,8\n")
+    from ddtree_bayes.core.drafters import drafter_table
+
+    spec = S.build_spec(data, fraction, drafters=drafter_table(own))
+    meta = S.model_meta(spec, fraction)
+    assert spec.accept_groups[0].prior.params["upper"] == 8.0
+    assert [d["drafter"] for d in meta["acceptance_drafter_cards"]] == ["my/qwen-dflash-b8"]
+    assert S.model_meta(S.build_spec(data, fraction, drafters=stored_cards(
+        meta["acceptance_drafter_cards"])), fraction) == meta
+    # given no cards (a fraction fit that stored none): no trained block, as before
+    assert S.build_spec(data, fraction).accept_groups[0].prior.params["upper"] == 65.0
+
+
+@pytest.mark.nuts
+def test_a_fraction_fit_answers_its_own_inferred_acceptance(tmp_path):
+    """The fraction fit of qwen3-8b DDTree rows at budget 64 without a block or accept_len
+    (the drafter trained at block 16): its inferred acceptance stays within 16 and predict
+    answers its own configuration (before: 8% of the draws above 16, exit 2), the artifact
+    loading (its groups derived again from the cards it stored)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "models").mkdir()
+    shutil.copy(bundled("priors.toml"), tmp_path / "models" / "priors.toml")
+    head = ",".join(COLUMNS[:13])
+    (tmp_path / "data" / "measurements.csv").write_text(head + "\n" + "".join(
+        f"qwen3-8b,h200,1,sglang,{rest},test,\n" for rest in (
+            "ar,,,1,1,,150", "ar,,,1,1,,152", "ddtree,,64,65,,,700", "ddtree,,64,65,,,710",
+            "ddtree,8,8,9,5.1,,520")))
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-m", "ddtree_bayes", *argv], cwd=tmp_path,
+                              capture_output=True, text=True)
+
+    fit = run("fit", "--quiet", "--step-form", "fraction")
+    assert fit.returncode == 0, fit.stderr
+    from ddtree_bayes.engine import store
+
+    draws = store.load(None, tmp_path)
+    assert draws.meta["model"]["acceptance_groups"][0]["prior"]["params"]["upper"] == 16.0
+    assert float(np.max(draws.variables[AL.NAME])) <= 16.0
+    answer = run("predict", "--hardware", "h200", "--engine", "sglang", "--method", "ddtree",
+                 "--budget", "64", "--format", "json")
+    assert answer.returncode == 0, answer.stderr
+    (r,) = json.loads(answer.stdout)["rows"]
+    assert r["accept_kind"] == "posterior" and r["accept_max"] == 16.0
+
+
 def test_a_point_acceptance_prior_cannot_be_inferred_one_line():
     text = bundled("priors.toml").read_text().replace(
         'method = "eagle3"\nblock = 3\ndist = "truncnormal"\nmu = 1.94\nsigma = 0.15\n'

@@ -183,6 +183,22 @@ def latent_groups(rows: Sequence[Measurement], priors: PriorsConfig,
     return tuple(groups), row_group
 
 
+def bounding_cards(groups: Sequence[AcceptanceGroup], drafters: tuple) -> tuple:
+    """The drafter cards of ``drafters`` whose trained block bounds one of ``groups``' priors
+    (core/drafters.py ``trained_block``: the card a group's rows name, else its model's
+    default card for its method, with a ``block_size``), each once, in the groups' order:
+    what a fit of the fraction form stores (``acceptance_drafter_cards``) to derive its groups
+    again as it fitted them; it prices no drafter pass, so stores no other card."""
+    from ddtree_bayes.core.drafters import trained_block
+
+    out: dict[str, object] = {}
+    for g in groups:
+        found = trained_block(drafters, g.model, g.method, g.drafter)
+        if found is not None:
+            out.setdefault(found[1].drafter, found[1])
+    return tuple(out.values())
+
+
 def log_density(dist: str, params: dict, x):
     """Log prior density of an acceptance at ``x`` (numpy; -inf outside the bounds).
 

@@ -283,6 +283,10 @@ class ModelSpec:
     #: every drafter card (as dicts), so a prediction can find the roofline of a group the fit
     #: never measured
     drafter_cards: tuple[dict, ...] = ()
+    #: the fraction form's: the drafter cards whose trained block bounds an inferred
+    #: acceptance group's prior (acceptance_latent.bounding_cards; the structured form's are
+    #: among :attr:`drafter_cards`)
+    accept_drafter_cards: tuple[dict, ...] = ()
 
     @property
     def repeated(self) -> bool:
@@ -417,17 +421,21 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     n, zbar, s2 = C.sufficient_stats(row_config, log_tok - C.offsets(data.rows), len(reps))
     if priors.step_form == "structured" and drafters is None:
         drafters = _bundled_drafters()
-    # (the drafter cards the structured form prices with and stores, so that a saved fit's
-    # groups are derived again from its own; the fraction form stores none, and its groups
-    # take no trained block)
-    accept_groups, row_accept_group = AL.latent_groups(
-        data.rows, priors, drafters if priors.step_form == "structured" else None)
+    # (the drafter cards bound a group's inferred acceptance by their trained block in either
+    # form, as they bound every question's --accept: the structured form prices with them
+    # and stores them all; the fraction form prices no pass and stores the cards that bound
+    # a group, acceptance_drafter_cards, so that a saved fit's groups are derived again from
+    # its own. A fraction fit that stores none, or given none, takes no trained block)
+    accept_groups, row_accept_group = AL.latent_groups(data.rows, priors, drafters)
     extra: dict[str, Any] = {}
     distinct = None
     if priors.moe_form == "roofline":
         extra = roofline_inputs(data, batch, hardware, cards, reps)
         distinct = extra.pop("row_distinct")
         _require_tp_priors(extra, priors, data)
+    if priors.step_form != "structured" and drafters is not None and accept_groups:
+        extra["accept_drafter_cards"] = tuple(
+            dataclasses.asdict(d) for d in AL.bounding_cards(accept_groups, drafters))
     # (the context cost's prior is the card's read in every form)
     extra["system_ctx_read_ms"], extra["system_ctx_ratio"] = context_reads(
         data, hardware, cards, priors.context_unit_tokens)
@@ -798,6 +806,9 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig,
         meta["concurrent"] = True
     if spec.accept_groups:
         meta["acceptance_groups"] = [g.as_meta() for g in spec.accept_groups]
+    if spec.accept_drafter_cards:
+        meta["acceptance_drafter_cards"] = [dict(d, methods=list(d["methods"]))
+                                            for d in spec.accept_drafter_cards]
     if spec.pair_models:
         meta["pair_models"] = dict(zip(spec.systems, spec.pair_models, strict=True))
         meta["model_cards"] = spec.cards

@@ -450,6 +450,7 @@ OPTIONAL_FIELDS: dict[str, str] = {
     "model.knee": "number", "model.methods": "object", "model.card": "object",
     "model.model_cards": "object",
     "model.engines": "array", "model.group_varies": "object", "model.drafter_cards": "array",
+    "model.acceptance_drafter_cards": "array",
     "model.group_engine": "array", "model.group_system": "array",
     "model.group_pass_roof_ms": "array", "model.group_pass_how": "array",
     "model.pass_roofline": "object", "model.target_models": "array", "cards_sha256": "text",
@@ -658,7 +659,7 @@ DERIVED_FIELDS = ("group_varies", "engines", "group_engine", "group_system",
 
 #: The fields of ``meta["model"]`` holding the cards a fit priced with (inputs the artifact
 #: stores nowhere else), as :func:`cards_digest` hashes them.
-CARD_FIELDS = ("card", "model_cards", "drafter_cards")
+CARD_FIELDS = ("card", "model_cards", "drafter_cards", "acceptance_drafter_cards")
 
 
 def cards_digest(model: dict) -> str:
@@ -709,7 +710,10 @@ def stored_structure(fit: Fit) -> tuple:
     stored = {**({model["card"]["model"]: model["card"]} if model.get("card") else {}),
               **(model.get("model_cards") or {})}
     cards = {name: ModelCard(**card) for name, card in stored.items()} or None
-    drafters = stored_cards(model["drafter_cards"]) if "drafter_cards" in model else None
+    # (a fit of the fraction form stores only the cards whose trained block bounds one of its
+    # acceptance groups; one made before it stored them, or that needs none: none)
+    stored_drafters = model.get("drafter_cards", model.get("acceptance_drafter_cards"))
+    drafters = stored_cards(stored_drafters) if stored_drafters is not None else None
     priors = dataclasses.replace(fit.priors, moe_form=model["moe_form"],
                                  step_form=model.get("step_form", "fraction"))
     return priors, {"hardware": fit.hardware, "cards": cards, "drafters": drafters}
@@ -844,8 +848,9 @@ def _check_cards(path: Path, model: dict) -> None:
     cards: list[tuple[str, object, type]] = [("model.card", model.get("card"), ModelCard)]
     cards += [(f"model.model_cards.{k}", v, ModelCard)
               for k, v in (model.get("model_cards") or {}).items()]
-    cards += [(f"model.drafter_cards[{i}]", v, DrafterCard)
-              for i, v in enumerate(model.get("drafter_cards") or [])]
+    cards += [(f"model.{key}[{i}]", v, DrafterCard)
+              for key in ("drafter_cards", "acceptance_drafter_cards")
+              for i, v in enumerate(model.get(key) or [])]
     for field, card, cls in cards:
         if card is None and field == "model.card":
             continue
