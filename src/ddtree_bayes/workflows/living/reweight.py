@@ -202,17 +202,16 @@ def _changed_drafter_cards(now: Any, before: Any, measurements: Measurements) ->
     stored without it was a default card (core/drafters.py ``stored_card_dict``), and a card
     with default no that no row names prices nothing (as ``predict`` reads the cards:
     engine/scenario.py ``drafter_card_changes``)."""
-    from ddtree_bayes.core.drafters import stored_card_dict
+    from ddtree_bayes.core.drafters import card_key
 
     named = {m.drafter for m in measurements.rows if m.drafter is not None}
 
     def keyed(cards: Any) -> dict[str, str]:
         out = {}
         for d in cards or ():
-            d = stored_card_dict(d)
-            if d["default"] or d["drafter"] in named:
-                out[d["drafter"]] = json.dumps({**d, "methods": sorted(d["methods"])},
-                                               sort_keys=True)
+            key = card_key(d)   # (its "default" read from the key: the dict built once)
+            if json.loads(key)["default"] or d["drafter"] in named:
+                out[d["drafter"]] = key
         return out
 
     a, b = keyed(now), keyed(before)
