@@ -414,6 +414,55 @@ def test_a_measured_groups_own_cost_leaves_its_fixed_cost_at_or_above_zero():
     assert less == pytest.approx(extra * -4 / 24)
 
 
+def test_a_groups_truncation_point_is_computed_once_per_fit(monkeypatch):
+    """The truncation point of a tied group's own cost (:func:`fixed_cost_kept`: Phi(z_max),
+    4000 calls of math.erfc for a fit's draws) depends on the fit and the group alone, yet
+    every step of the group computed it again: ``predict --concurrency 1,4,8,16`` on a fit of
+    the bundled data 16 times, ``next`` 99 times, each the same 4000 numbers. It is kept on
+    the fit (content-keyed: a different truncation point is computed anew). By hand, as above:
+    fixed ratio 0.01, mean per-node ratio 0.004, sd 0.5, 8 nodes measured: z at most
+    ln(1.3125) / 0.5 = 0.5439, Phi of it 0.7068; three asks at budget 32, with three
+    generators, compute it once and each own ratio keeps its quantile x 0.7068."""
+    from scipy.special import ndtr
+
+    from ddtree_bayes.engine import structure
+
+    draws = structured_engine_fit()
+    draws.meta["model"]["group_varies"] = {"pass": [False], "tree": [False]}
+    mean = math.log(0.004)
+    draws.variables["spec_tree_mean"] = np.full((4, 1), mean)
+    draws.variables["spec_tree_log_sd"] = np.full(4, 0.5)
+    draws.variables["spec_fixed_ratio"] = np.full((4, 1), 0.01)
+    asked: list[np.ndarray] = []
+    real_cdf = structure.normal.cdf
+
+    def cdf(x):
+        asked.append(np.array(x, dtype=float))
+        return real_cdf(x)
+
+    monkeypatch.setattr(structure.normal, "cdf", cdf)
+    for seed in (1, 2, 3):
+        extra = structure.tied_ratio_spread(draws, "b300x8/sglang/ddtree",
+                                            {"pass": 1.0, "tree": 32.0}, 8.0,
+                                            np.random.default_rng(seed))
+        own = 0.004 + extra / (24 * 8.0)
+        z = np.random.default_rng(seed).standard_normal(4)
+        assert ndtr(np.log(own / 0.004) / 0.5) == pytest.approx(ndtr(z) * 0.7068, abs=1e-4)
+    z_max = [x for x in asked if np.allclose(x, math.log(1.3125) / 0.5)]
+    assert len(z_max) == 1 and len(asked) == 4, [x.round(4).tolist() for x in asked]
+    # another truncation point (fixed ratio 0.02: at most 0.0065, z_max ln(1.625) / 0.5) is
+    # its own
+    draws.variables["spec_fixed_ratio"] = np.full((4, 1), 0.02)
+    extra = structure.tied_ratio_spread(draws, "b300x8/sglang/ddtree",
+                                        {"pass": 1.0, "tree": 32.0}, 8.0,
+                                        np.random.default_rng(1))
+    own = 0.004 + extra / (24 * 8.0)
+    z = np.random.default_rng(1).standard_normal(4)
+    assert ndtr(np.log(own / 0.004) / 0.5) == pytest.approx(
+        ndtr(z) * ndtr(math.log(1.625) / 0.5), abs=1e-9)
+    assert len(asked) == 6
+
+
 def test_a_groups_fixed_cost_is_kept_where_its_rows_drafter_paid_more_per_pass(monkeypatch):
     """A group measured at one depth whose rows name a drafter card dearer per pass than the
     group's own (the public corpus's Kimi K2.6 Eagle3 on 8x RTX PRO 6000: rows 76-80 name

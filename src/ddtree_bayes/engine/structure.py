@@ -567,7 +567,8 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
         # that multiple: its fixed cost is the first to reach 0)
         low, high = measured_pass_scales(draws, label) if part == "pass" else (1.0, 1.0)
         if room is not None and at > 0:
-            z = fixed_cost_kept(z, mu, sd, room / (at * high))
+            z = fixed_cost_kept(z, mu, sd, room / (at * high),
+                                draws.memo.setdefault("truncation_cdf", {}))
         own = np.exp(mu + sd * z)
         if room is not None:   # (what every measured configuration keeps)
             paid = (own - np.exp(mu)) * at
@@ -596,12 +597,15 @@ def measured_pass_scales(draws: Fit, label: str) -> tuple[float, float]:
     return cache[label]
 
 
-def fixed_cost_kept(z: np.ndarray, mu, sd, headroom) -> np.ndarray:
+def fixed_cost_kept(z: np.ndarray, mu, sd, headroom,
+                    memo: dict[bytes, np.ndarray] | None = None) -> np.ndarray:
     """Standard normal draws ``z`` mapped to the normal truncated above at ``z_max`` (per
     draw), where ``exp(mu + sd z_max) = exp(mu) + headroom``: an own per-pass (per-node) ratio
     that leaves the measured configuration's fixed cost, ``headroom`` per pass (node), at or
     above 0 (:func:`tied_ratio_spread`). By inversion, one draw in, one out: a draw's quantile
-    u becomes u x Phi(z_max). ``sd`` 0 (a point prior): ``z`` as it is.
+    u becomes u x Phi(z_max). ``sd`` 0 (a point prior): ``z`` as it is. ``memo`` (the fit's):
+    Phi(z_max) by the bytes of ``z_max``, which depend on the fit and the group alone (every
+    step of a group asks the same: ``predict --concurrency 1,4,8,16`` 16 times, ``next`` 99).
 
     >>> import numpy as np
     >>> z = np.array([-1.0, 0.0, 3.0])
@@ -617,7 +621,15 @@ def fixed_cost_kept(z: np.ndarray, mu, sd, headroom) -> np.ndarray:
         return z
     with np.errstate(divide="ignore", invalid="ignore"):
         z_max = (np.log(np.exp(mu) + np.maximum(headroom, 0.0)) - mu) / np.where(sd > 0, sd, 1.0)
-    return np.where(sd > 0, normal.quantile(normal.cdf(z) * normal.cdf(z_max)), z)
+    if memo is None:
+        cap = normal.cdf(z_max)
+    else:
+        key = (np.ascontiguousarray(z_max).tobytes()
+               + repr((z_max.shape, z_max.dtype)).encode())
+        if key not in memo:
+            memo[key] = normal.cdf(z_max)
+        cap = memo[key]
+    return np.where(sd > 0, normal.quantile(normal.cdf(z) * cap), z)
 
 
 def carried_group(draws: Fit, sc: Scenario, engine: str
