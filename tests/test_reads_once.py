@@ -646,3 +646,25 @@ def test_next_parses_the_fits_header_once(tmp_path, monkeypatch):
     code, out, err = run_cli(work, "next", "--k", "8", "--format", "json")
     assert code == 0, err
     assert len(lines) <= 1, lines
+
+
+def test_next_on_an_unmeasured_system_parses_the_fits_texts_once(tmp_path, monkeypatch):
+    """``next`` about a system the fit never measured (hardware transfer) gives each of its
+    steps a copy of the fit with the transferred system's column added
+    (``common.with_transferred_system``), made with ``dataclasses.replace``: the copy kept
+    none of what the fit had parsed, so every step parsed the fit's stored measurements and
+    hardware table again. On the public multi-model corpus, ``next --query "--model
+    qwen3.8-27b"`` parsed each 10 times (``bench/parse_counts.py``). The copy is a view
+    (``Fit.view``): it keeps the parsed texts it shares. Here (h200 unmeasured, a point-mass
+    fit of B300 rows) the stored hardware table was parsed twice, the fit's and its copy's:
+    now once, as the stored measurements."""
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05, jitter=0.05, n=64)
+    with counting_inputs(monkeypatch) as parsed:
+        code, out, err = run_cli(work, "next", "--k", "8", "--query",
+                                 "--hardware h200 --accept 14", "--format", "json")
+    assert code == 0, err
+    data = (work / "data" / "measurements.csv").read_text()
+    hardware = {n for (kind, text), n in parsed.items() if kind == "text" and text != data}
+    assert parsed["text", data] == 1 and hardware == {1}, (parsed["text", data], hardware)
+    twice = sorted((kind, n) for (kind, _), n in parsed.items() if n > 1)
+    assert not twice, twice

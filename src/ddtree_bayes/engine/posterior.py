@@ -133,8 +133,10 @@ class Fit:
 
     def view(self, **changes: Any) -> Fit:
         """The same fit with some fields replaced (``meta``, ``variables``, ``data_csv``...),
-        keeping what was parsed from the texts it shares with this one."""
-        out = replace(self, memo={}, **changes)
+        keeping what was parsed from the texts it shares with this one: the one way to derive
+        a fit from another. Its :attr:`memo` starts empty unless ``changes`` give one (this
+        fit's, to share lookups that still hold)."""
+        out = replace(self, **{"memo": {}, **changes})
         for name, text in _SHARED_BY_TEXT.items():
             if name in self.__dict__ and getattr(out, text) == getattr(self, text):
                 out.__dict__[name] = self.__dict__[name]

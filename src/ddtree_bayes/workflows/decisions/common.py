@@ -95,7 +95,10 @@ def with_transferred_system(draws: Fit, sc: P.Scenario, seed: int,
             if key in variables:
                 variables[key] = np.column_stack([variables[key], col])
     meta = {**draws.meta, "coords": {**draws.meta["coords"], "system": systems}}
-    return replace(draws, meta=meta, variables=variables), replace(sc, measured=True), how
+    # (a view: the parsed stored texts kept, parsed again per step before; the lookups
+    # shared with ``draws``, as they always were)
+    return (draws.view(meta=meta, variables=variables, memo=draws.memo),
+            replace(sc, measured=True), how)
 
 
 def shared_step(draws: Fit, sc: P.Scenario, seed: int) -> tuple[np.ndarray, str]:
