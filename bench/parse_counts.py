@@ -35,6 +35,13 @@ Run from the repository root with the project's python and ``PYTHONPATH`` at thi
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/parse_counts.py [--json OUT] [--keep DIR]
 
+``--data FILE`` measures another measurement file (copied over the scratch
+``data/measurements.csv``, e.g. ``data/examples/public_multi_model.csv``); ``--model NAME``
+asks every command that takes one about that target model (``next`` through ``--query``):
+a fit of several models wants it; ``--track FLAGS`` replaces the tracked query's flags
+(``--hardware h200 --accept 14``: Kimi K2.6's h200 rows in the public corpus are Eagle3 block 3,
+whose step emits at most 4 tokens).
+
 (stdlib only in the parent; the child imports the package.)
 """
 
@@ -133,13 +140,20 @@ LABELLED = {"read_csv_file": 0, "load_priors": 0, "toml_tables": 1, "parse_prior
             "load_methods": 1}
 
 
-def workspace(root: Path) -> Path:
-    """``root`` with copies of this repository's data/*.csv and models/priors.toml."""
+#: Commands that take ``--model`` (``next`` asks it through its ``--query``).
+MODEL_FLAG = ("predict", "optimize", "track", "report", "add")
+
+
+def workspace(root: Path, data: Path | None = None) -> Path:
+    """``root`` with copies of this repository's data/*.csv and models/priors.toml (``data``
+    in place of data/measurements.csv)."""
     (root / "data").mkdir(parents=True)
     (root / "models").mkdir()
     for f in sorted((ROOT / "data").glob("*.csv")):
         shutil.copy(f, root / "data" / f.name)
         (root / "data" / f.name).chmod(0o644)
+    if data is not None:
+        shutil.copy(data, root / "data" / "measurements.csv")
     shutil.copy(ROOT / "models" / "priors.toml", root / "models" / "priors.toml")
     for name in EXAMPLES:
         shutil.copy(ROOT / "data" / "examples" / name, root / "data" / name)
@@ -340,13 +354,20 @@ def child(workdir: Path, out: Path, argv: list[str]) -> int:
 # --- the parent: every command, one table --------------------------------------------------
 
 
-def run_all(workdir: Path, fit_args: list[str]) -> dict[str, dict]:
+def run_all(workdir: Path, fit_args: list[str], model: str | None = None,
+            track: list[str] | None = None) -> dict[str, dict]:
     results = {}
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     ids: list[str] = []   # the fit ids latest.json named, in turn
     for label, argv in COMMANDS:
         if argv[0] == "fit":
             argv = argv + fit_args
+        if argv[0] == "track" and track is not None:
+            argv = ["track", *track]
+        if model is not None and argv[0] in MODEL_FLAG:
+            argv = argv + ["--model", model]
+        elif model is not None and argv[0] == "next":
+            argv = argv + ["--query", f"--model {model}"]
         names = {"first": ids[0] if ids else "", "previous": ids[-2] if len(ids) > 1 else ""}
         argv = [a.format(**names) for a in argv]
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
@@ -402,13 +423,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write the counts here")
     ap.add_argument("--keep", type=Path, help="work in this (new) directory and keep it")
     ap.add_argument("--fit-args", default="", help="extra fit flags, e.g. '--draws 300'")
+    ap.add_argument("--data", type=Path, help="measurement file to use in place of "
+                                              "data/measurements.csv")
+    ap.add_argument("--model", help="target model for the commands that take --model")
+    ap.add_argument("--track", help="the tracked query's flags (default: --hardware h200 "
+                                    "--accept 14)")
     args = ap.parse_args(argv)
     if args.keep:
-        workdir = workspace(args.keep)
+        workdir = workspace(args.keep, args.data)
     else:
         tmp = tempfile.TemporaryDirectory(prefix="parse_counts_")
-        workdir = workspace(Path(tmp.name))
-    results = run_all(workdir, args.fit_args.split())
+        workdir = workspace(Path(tmp.name), args.data)
+    results = run_all(workdir, args.fit_args.split(), args.model,
+                      None if args.track is None else args.track.split())
     print(table(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
