@@ -102,7 +102,9 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     ``accept``: as ``--accept`` or a list of numbers, ``concurrency``: one C or a list, per
     user with ``total_*`` columns; ``explain``: each row's variance split, as ``--explain``;
     ``kv_cache``: the KV cache's dtype, bf16, fp16, fp8, q8_0 or q4_0, as ``--kv-cache``;
-    ``drafter``: a drafter card's name, as ``--drafter``; ``model_average``: mix the latest
+    ``drafter``: a drafter card's name, as ``--drafter``; ``new_deployment``: True to price a
+    measured group's question as another deployment of it, as ``--new-deployment``;
+    ``model_average``: mix the latest
     converged fit of each model form, as ``--model-average``, the fits and weights in the
     frame's ``attrs["model_average"]``) and ``target``, ``prob``, ``seed``, ``workdir`` (where
     ``data/`` and ``models/`` are: the latest fit, and the cards ``predict`` run there reads,

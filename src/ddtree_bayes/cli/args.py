@@ -25,7 +25,12 @@ from ddtree_bayes.core.data import (
     drafter_name_problem,
     plain_float,
 )
-from ddtree_bayes.core.query_flags import ACCEPT_HELP, add_kv_cache_argument, whole_number
+from ddtree_bayes.core.query_flags import (
+    ACCEPT_HELP,
+    add_kv_cache_argument,
+    add_new_deployment_argument,
+    whole_number,
+)
 from ddtree_bayes.core.query_flags import add_scenario_arguments as _core_scenario_arguments
 
 __all__ = ["ACCEPT_HELP", "Parser", "add_format", "add_scenario_arguments",
@@ -595,6 +600,7 @@ def check_query(text: str) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY, "give the stream count, e.g. "
                                                     "--concurrency 16"))
     parser.add_argument("--drafter", type=drafter_name)   # (predict's)
+    add_new_deployment_argument(parser)
     try:
         tokens = shlex.split(text)
     except ValueError as err:

@@ -236,7 +236,7 @@ def _untracked(fix: str):
 
 def _query_flags(p: argparse.ArgumentParser) -> None:
     from ddtree_bayes.cli.args import ACCEPT_HELP, accept, add_scenario_arguments, drafter_name
-    from ddtree_bayes.core.query_flags import add_kv_cache_argument
+    from ddtree_bayes.core.query_flags import add_kv_cache_argument, add_new_deployment_argument
 
     add_scenario_arguments(p)
     p.add_argument("--accept", type=accept, help=ACCEPT_HELP)
@@ -246,6 +246,7 @@ def _query_flags(p: argparse.ArgumentParser) -> None:
                    help="a drafter card's name, as predict --drafter takes it: the query is "
                         "answered, now and by update and diff, with that drafter's passes and "
                         "acceptance")
+    add_new_deployment_argument(p)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -20,7 +20,11 @@ from ddtree_bayes.cli.predict import cmd_predict
 from ddtree_bayes.core import __version__, interrupts, per_call
 from ddtree_bayes.core.config import SamplerSettings
 from ddtree_bayes.core.errors import FULL_ERRNOS, DDTreeBayesError
-from ddtree_bayes.core.query_flags import add_kv_cache_argument, whole_number
+from ddtree_bayes.core.query_flags import (
+    add_kv_cache_argument,
+    add_new_deployment_argument,
+    whole_number,
+)
 
 
 # ---------------------------------------------------------------- parser
@@ -98,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "else the priors' [[acceptance]] entry that names it (drafter = NAME); "
                         "give --accept for a drafter neither names")
     add_kv_cache_argument(p)
+    add_new_deployment_argument(p)
     p.add_argument("--concurrency", type=A.int_list(1, A.MAX_CONCURRENCY, "give stream counts, e.g. "
                                                     "--concurrency 1,4,8,16"),
                    metavar="C[,C...]",

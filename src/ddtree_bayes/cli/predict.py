@@ -102,7 +102,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                + (f", budget {first['budget']}" if first["budget"] is not None else "")
                + f", verify {counted(first['verify_tokens'], 'token')}, context "
                + plain_text(float(first["context_tokens"]))   # (2097152, not 2.09715e+06)
-               + (f", drafter {first['drafter']}" if "drafter" in first else ""))
+               + (f", drafter {first['drafter']}" if "drafter" in first else "")
+               + (", new deployment" if first.get("new_deployment") else ""))
     which = (f"fit {meta['fit_id']}" if average is None else "model average of fits "
              + ", ".join(f"{a['fit_id']} ({a['form']}) {a['weight']:.2f}" for a in average))
     from ddtree_bayes.core.paths import data_flag, shown

@@ -98,6 +98,23 @@ def add_kv_cache_argument(p: argparse.ArgumentParser, capped: str | None = None)
                         "bytes")
 
 
+#: What --new-deployment means, as every command that takes it says it (docs/cli.md).
+NEW_DEPLOYMENT_HELP = (
+    "price the question as another deployment of the (system, engine, method) group the fit "
+    "measured (another build, power cap, OS or quant under the same card and GPU name): the "
+    "group's overhead carried to it with the spread between deployments (the [transfer] "
+    "system scatter, and for a hybrid target the groups' spread), not anchored to the group's "
+    "rows; the target step stays the fit's. A question whose group the fit did not measure "
+    "there (AR, an unmeasured or carried group) is answered as without it, and a warning says "
+    "so. `hardware add NAME --like GPU` and a refit is the other way to say it")
+
+
+def add_new_deployment_argument(p: argparse.ArgumentParser) -> None:
+    """--new-deployment (predict, next's --query, track): :data:`NEW_DEPLOYMENT_HELP`."""
+    p.add_argument("--new-deployment", action="store_true", default=None,
+                   help=NEW_DEPLOYMENT_HELP)
+
+
 def add_model_argument(p: argparse.ArgumentParser) -> None:
     """--model: which target model a query asks about."""
     p.add_argument("--model", help=MODEL_HELP)

@@ -228,7 +228,9 @@ def overhead_from(how: str, relation: str | None = None, relation_rows: int = 0,
     ...                     "group b300x8/sglang/ddtree", "native"))
     fitted to its group's rows, x (1 - reduction[native]): the relation's prior (prior-driven)
     """
-    base = ("fitted to its group's rows" if "overhead of measured group" in how else
+    base = ("its group's rows carried to another deployment of it (--new-deployment), with the "
+            "deployments' spread (prior-driven)" if "carried to another deployment of it" in how
+            else "fitted to its group's rows" if "overhead of measured group" in how else
             "carried from a group measured elsewhere, with the deployments' spread"
             if " carried to " in how else
             f"no group measured: drawn from the population of groups ({population})"

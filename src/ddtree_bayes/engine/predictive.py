@@ -75,6 +75,7 @@ from ddtree_bayes.engine.structure import (
     group_label,
     group_learned,
     measured_configs,
+    new_deployment_group,
     pass_drafter,
     pass_roofline,
     query_log_sd,
@@ -116,12 +117,15 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     if not anchor or "structure_sd" not in draws.variables:
         return parts, how
     passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
-    found = anchor_shift(draws, sc)
+    # (--new-deployment: not anchored to the rows of the group it carries to another deployment)
+    fresh = new_deployment_group(draws, sc) is not None
+    found = None if fresh else anchor_shift(draws, sc)
     if found is None:
         own_point = unanchored_distance(draws, sc, passes)
         if own_point is not None:   # (at a measured point nothing here anchors)
             parts = {**parts, "log_sd": query_log_sd(draws, sc, passes, distance=own_point)}
-        return parts, how + other_engines_ar(draws, sc) + blank_accept_rows(draws, sc)
+        return parts, how + other_engines_ar(draws, sc) + (
+            "" if fresh else blank_accept_rows(draws, sc))
     shift, distance, label = found
     # the measured deployment's own error is known at any context and concurrency of it
     own = carries_own_error(draws, sc)
@@ -254,6 +258,7 @@ def is_anchored(draws: Fit, sc: Scenario) -> bool:
     """Whether ``sc``'s answer is anchored to a measured configuration (:func:`anchor_shift`
     finds one: its own, or its base engine's carried)."""
     return ("structure_sd" in draws.variables and sc.measured
+            and new_deployment_group(draws, sc) is None   # (--new-deployment: not anchored)
             and _nearest_measured(draws, anchor_scenario(draws, sc)) is not None)
 
 
@@ -909,9 +914,13 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         # prior-only AR step)
         carried = carried_group(draws, sc, engine)
         measured = measured and carried is None and sc.measured
+    fresh = new_deployment_group(draws, sc) is not None
+    if fresh:   # --new-deployment: the measured group carried to another deployment of itself
+        carried = (label, sc.hardware, sc.gpus, sc.model if sc.multi else None)
     # (one decision for the answer's scatter and its note; engine: a relation's base engine)
     spread = deployment_spread(draws, sc, engine) if carried is not None else None
-    how += (f"overhead of group {label}, whose rows this fit holds out: drawn from the "
+    how += (new_deployment_note(label, spread, engine) if fresh else
+            f"overhead of group {label}, whose rows this fit holds out: drawn from the "
             "pooled population" if measured and held_out else
             f"overhead of measured group {label}" if measured else
             f"overhead of group {carried[0]} carried to {sc.pair} (fixed and per-node ms, "
@@ -919,7 +928,7 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
             if carried else
             f"overhead of unmeasured group {label} drawn from the pooled population"
             + recurrent_note(draws, sc, engine))
-    if not measured:
+    if not measured:   # (--new-deployment's group stays measured: no AMD effect between)
         how += amd_note(draws, sc, engine, carried[1] if carried is not None else None)
     if carried is not None:
         spec = carried_spec_ms(draws, sc, carried, passes, nodes, scale, rng, spread)
@@ -966,6 +975,19 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         frac = 1.0 / (1.0 + np.exp(-logit))
     step = S.step_ms(target, frac, scale)
     return {**parts, "spec": step - target, "step": step, "log_sd": log_sd}, how
+
+
+def new_deployment_note(label: str, spread: np.ndarray | None, engine: str) -> str:
+    """The answer's note on an overhead ``--new-deployment`` carries (engine/structure.py
+    :func:`~ddtree_bayes.engine.structure.new_deployment_group`); ``spread``:
+    :func:`~ddtree_bayes.engine.structure.deployment_spread`'s."""
+    between = ("the [transfer] system scatter" if spread is None else
+               "the [transfer] system scatter and the groups' spread spec_fixed_log_sd (a "
+               f"hybrid target in {engine}, whose hybrid deployments differ as much as any two "
+               "groups)")
+    return (f"overhead of group {label} carried to another deployment of it (--new-deployment: "
+            "its fixed and per-node ms and per-pass multiple of the drafter roofline, not "
+            f"anchored to its rows; a prior-driven scatter between deployments: {between})")
 
 
 def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -1147,12 +1169,13 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
             concurrency: int | tuple[int, ...] | list[int] | None = None,
             kv_cache: str | None = None, drafter: str | None = None,
             warnings: list[str] | None = None, explain: bool = False,
-            notes: list[str] | None = None) -> list[dict]:
+            notes: list[str] | None = None, new_deployment: bool = False) -> list[dict]:
     """Posterior predictive throughput for one question: the keyword form of ``predict``'s
     flags (``concurrency``: one C or several; rows then per user with a ``total``;
     ``kv_cache``: the KV cache's dtype, ``--kv-cache``; ``drafter``: a drafter card's name,
     ``--drafter``; ``accept``: as ``--accept``, or a list of numbers; ``explain``: each row's
-    ``explain``, as ``--explain``), resolved
+    ``explain``, as ``--explain``; ``new_deployment``: price a measured group's question as
+    another deployment of it, as ``--new-deployment``), resolved
     (:func:`ddtree_bayes.engine.question.resolve`) and computed
     (:func:`predict_rows`). With no configuration arguments this is the fit's default question
     (B300 DDTree block 16, budget 32, SGLang and native, unless the fit never measured B300).
@@ -1191,7 +1214,8 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
                   (tuple(engines) if engines else None),
                   method=method, block=block, budget=budget, verify_tokens=verify_tokens,
                   context=context, accept=accept_text(accept),
-                  concurrency=streams_of(concurrency), kv_cache=kv_cache, drafter=drafter)
+                  concurrency=streams_of(concurrency), kv_cache=kv_cache, drafter=drafter,
+                  new_deployment=new_deployment)
     question = resolve(fit, flags, strict=strict)
     rows = predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
                         mixture=mixture, explain=explain)
@@ -1300,6 +1324,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
             row["accept_value"] = source.value
             if sc.drafter is not None:
                 row["drafter"] = sc.drafter.drafter
+            if sc.new_deployment:   # (the question's echo: absent without the flag)
+                row["new_deployment"] = True
             if priced is not None:   # (which card priced the passes: generic is None)
                 row["pass_drafter"], row["pass_drafter_note"] = priced
             row["accept_distribution"] = dist

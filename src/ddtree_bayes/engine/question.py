@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddtree_bayes.core.config import DEFAULT_QUESTION, AcceptancePrior, DefaultQuestion
@@ -57,7 +57,7 @@ from ddtree_bayes.engine.scenario import (
     tensor_parallel_warning,
     with_drafter,
 )
-from ddtree_bayes.engine.structure import amd_overhead_warning
+from ddtree_bayes.engine.structure import amd_overhead_warning, new_deployment_warning
 
 #: The flags that name a configuration, as a note names them.
 CONFIGURATION_FLAGS = "--hardware/--method/--block/--budget"
@@ -120,6 +120,9 @@ class Flags:
     #: KV cache's dtype (core/model_cards.py ``KV_CACHE_BITS``), which the read cap and the
     #: memory check count the cache at
     kv_cache: str | None = None
+    #: --new-deployment (predict, next --query, track): price a measured group's question as
+    #: another deployment of it (engine/structure.py ``new_deployment_group``)
+    new_deployment: bool = False
 
     def __post_init__(self) -> None:
         """The bounds the CLI's flag types enforce, for every caller (the Python API passed
@@ -151,6 +154,12 @@ class Flags:
                 raise QueryError(f"{name} {value!r} is not a name",
                                  fix=f"give {name} as one name, e.g. {name}={example!r}")
         check_kv_cache(self.kv_cache)
+        if not isinstance(self.new_deployment, bool):   # (numpy's True too; "no" is not False)
+            if not (hasattr(self.new_deployment, "dtype") and self.new_deployment.dtype == bool):
+                raise QueryError(f"new_deployment {self.new_deployment!r} is not True or False",
+                                 fix="give new_deployment=True to price another deployment of "
+                                     "the measured group (as --new-deployment), or leave it out")
+            object.__setattr__(self, "new_deployment", bool(self.new_deployment))
         for engine in self.engines or ():   # (the API's engines="sglang," answered for '')
             if not isinstance(engine, str) or not engine.strip():
                 raise QueryError(f"engines holds {engine!r}, which is not an engine name",
@@ -175,6 +184,8 @@ class Flags:
                                       "kv_cache")}
         values["accept"] = None if values["accept"] is None else str(values["accept"])
         values["concurrency"] = streams_of(get("concurrency"))
+        # (argparse's store_true with default None, a tracked query without the key: False)
+        values["new_deployment"] = get("new_deployment") or False
         return cls(**{**values, "engines": tuple(engines) if engines else None, **overrides})
 
     @property
@@ -700,6 +711,11 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                               budget=config["budget"], verify_tokens=config["verify_tokens"],
                               context_tokens=context, model=flags.model,
                               kv_cache=flags.kv_cache, drafter=flags.drafter)
+        if flags.new_deployment:
+            sc = replace(sc, new_deployment=True)
+            said = new_deployment_warning(fit, sc)
+            if said is not None and prefix + said not in warnings:   # (once for the engines)
+                warnings += (prefix + said,)
         if flags.drafter is not None:
             sc = with_drafter(fit, sc, flags.drafter, prefix)
             if request is None and acceptance and not drafter_acceptance(fit, sc):

@@ -191,6 +191,11 @@ class Scenario:
     #: in a fit of several models, a GPU count not given and taken from other models' rows
     #: (:func:`resolve_scenario`): whose, as :func:`borrowed_gpus_warning` says it
     gpus_from: tuple[str, ...] = ()
+    #: ``--new-deployment`` (predict, next --query, track, the API's ``new_deployment``): price
+    #: the question as another deployment of the (system, engine, method) group the fit
+    #: measured, its overhead carried to it with the spread between deployments, not anchored
+    #: to the group's rows (engine/structure.py :func:`new_deployment_group`)
+    new_deployment: bool = False
 
     @property
     def limit(self) -> AcceptLimit:
@@ -227,6 +232,8 @@ class Scenario:
         parts.append(f"context {plain_text(float(self.context_tokens))}")   # (2097152, not 2.09715e+06)
         if self.concurrency != 1:
             parts.append(f"concurrency {self.concurrency}")
+        if self.new_deployment:
+            parts.append("new deployment")
         return ", ".join(parts)
 
 

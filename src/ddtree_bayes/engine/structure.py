@@ -689,8 +689,10 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int, str 
     # the fixed and per-pass costs move by the AMD effect between the two GPUs (0 when both
     # or neither are AMD GPUs in one engine's fit)
     engine = label.rsplit("/", 2)[1]
-    amd = np.exp(amd_log_effect(draws, sc.hardware, engine, rng)
-                 - amd_log_effect(draws, ref_hw, engine, rng))
+    # (--new-deployment: the group carried to another deployment of itself, on its own GPUs:
+    # no AMD effect between them, and none drawn)
+    amd = 1.0 if ref.pair == sc.pair else np.exp(amd_log_effect(draws, sc.hardware, engine, rng)
+                                                 - amd_log_effect(draws, ref_hw, engine, rng))
     spec = scale * ref_step * ((v["spec_fixed_ratio"][:, g] + v["spec_pass_ratio"][:, g] * roof
                                 * passes) * amd + v["spec_tree_ratio"][:, g] * nodes)
     # (C = 1's nodes decide what it draws: the same at every C, tied_ratio_spread)
@@ -702,6 +704,49 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int, str 
     if spread is not None:
         scatter = np.hypot(scatter, spread)
     return spec * np.exp(scatter * rng.standard_normal(n))
+
+
+def new_deployment_group(draws: Fit, sc: Scenario) -> str | None:
+    """The overhead group ``--new-deployment`` carries to another deployment of itself: the
+    (system, engine, method) group of a speculative question (the engine's relation base:
+    native's is SGLang's) that the fit learned from rows on the question's own system, in the
+    structured step form, when the question asks for it (:attr:`Scenario.new_deployment`);
+    else None (the flag changes nothing: :func:`new_deployment_warning`).
+
+    Why: a user's deployment under a measured card and GPU name (another build, power cap,
+    OS or quant) was answered from that group's measured overhead, anchored to its rows, in
+    intervals 12-21% wide, and missed by 18-84% (docs/validation.md, the seventh, eighth and
+    ninth held-out collections). With the flag the group is carried as to another system
+    (:func:`carried_spec_ms`, with itself as the reference: roofline ratio 1, no AMD effect),
+    with the [transfer] system scatter and, for a hybrid target, the groups' spread
+    (:func:`deployment_spread`), and the answer is not anchored to the group's rows."""
+    if (not sc.new_deployment or sc.method == AR_METHOD or not sc.measured
+            or draws.meta["model"].get("step_form", "fraction") != "structured"):
+        return None
+    label = group_label(draws, sc.pair, sc.engine, sc.method)
+    return label if label is not None and group_learned(draws, label) else None
+
+
+def new_deployment_warning(draws: Fit, sc: Scenario) -> str | None:
+    """One line when ``--new-deployment`` changes nothing of ``sc``'s answer (None when it
+    does, or was not asked): an autoregressive question (no speculative overhead; the target
+    step is the fit's either way), a fit of the fraction step form (no group costs to carry),
+    or a group the fit did not learn on the question's system (its overhead is already carried
+    from another system or drawn from the population, as for any new deployment). A warning,
+    not a refusal: the flag asks for what such an answer already is."""
+    if not sc.new_deployment or new_deployment_group(draws, sc) is not None:
+        return None
+    lead = f"--new-deployment changes nothing for {sc.engine} {sc.method} on {sc.pair}: "
+    if sc.method == AR_METHOD:
+        return lead + ("an autoregressive step has no speculative overhead group to carry (the "
+                       "target step is the fit's either way)")
+    if draws.meta["model"].get("step_form", "fraction") != "structured":
+        return lead + ("the fit's fraction step form has no group costs to carry (fit the "
+                       "structured form for it)")
+    label = group_label(draws, sc.pair, sc.engine, sc.method)
+    return lead + (f"the fit did not measure group {label}, so its overhead is already carried "
+                   "from another system or drawn from the population, as for any new "
+                   "deployment (the answer's note says which)")
 
 
 def target_kinds(fit: Fit, engine: str, learned: bool = False) -> set[bool]:

@@ -85,6 +85,7 @@ def _query_parser() -> _QueryParser:
     parses."""
     from ddtree_bayes.core.query_flags import (
         add_kv_cache_argument,
+        add_new_deployment_argument,
         add_scenario_arguments,
         whole_number,
     )
@@ -96,6 +97,7 @@ def _query_parser() -> _QueryParser:
     q.add_argument("--accept")
     q.add_argument("--concurrency", type=whole_number)
     q.add_argument("--drafter")   # (as predict's: Flags.of reads it, resolve checks it)
+    add_new_deployment_argument(q)
     return q
 
 
@@ -1117,6 +1119,7 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                       "context_tokens": sc.context_tokens, "accept": accept_label,
                       **({"concurrency": sc.concurrency} if sc.concurrency != 1 else {}),
                       **({"kv_cache": sc.kv_cache} if sc.kv_cache is not None else {}),
+                      **({"new_deployment": True} if sc.new_deployment else {}),
                       "accept_fixed": bool(np.all(accept == accept[0])),
                       "overhead_from": q_how, "median": shown["median"],
                       "lo": now_lo, "hi": now_hi, "width": now,

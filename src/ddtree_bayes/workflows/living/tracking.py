@@ -28,7 +28,7 @@ from ddtree_bayes.workflows.living.records import (
 
 # ---------------------------------------------------------------- tracked queries
 QUERY_KEYS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
-              "context", "accept", "model", "kv_cache", "drafter")
+              "context", "accept", "model", "kv_cache", "drafter", "new_deployment")
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,8 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
     # the bounds every question takes (gpus=True and gpus=10**9 were tracked here), and the
     # KV-cache dtypes predict --kv-cache takes (one edited by hand into tracked.json)
     Flags(gpus=q["gpus"], block=q["block"], budget=q["budget"],
-          verify_tokens=q["verify_tokens"], kv_cache=q["kv_cache"])
+          verify_tokens=q["verify_tokens"], kv_cache=q["kv_cache"],
+          new_deployment=False if q["new_deployment"] is None else q["new_deployment"])
     for key in ("engine", "method", "hardware"):
         if q[key] is not None:
             names = str(q[key]).split(",") if key == "engine" else [str(q[key])]
@@ -167,16 +168,19 @@ def query_name(query: dict[str, Any]) -> str:
                      ("accept", "a"), ("kv_cache", "kv"), ("drafter", "d")):
         if q.get(key) is not None:
             parts.append(f"{tag}{q[key]}")
+    if q.get("new_deployment"):
+        parts.append("new-deployment")
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", "-".join(str(p) for p in parts))
 
 
 def _stored(query: dict[str, Any]) -> dict[str, Any]:
     """A query without a ``model`` key when it names none (queries of a fit of one model, in
     ``models/tracked.json`` and in JSON output, stay as before queries could name a model), and
-    without a ``kv_cache`` or ``drafter`` key when it gives no ``--kv-cache`` or ``--drafter``
-    (as before queries could)."""
+    without a ``kv_cache`` or ``drafter`` key when it gives no ``--kv-cache`` or ``--drafter``,
+    nor a ``new_deployment`` key without ``--new-deployment`` (as before queries could)."""
     return {k: v for k, v in query.items()
-            if k not in ("model", "kv_cache", "drafter") or v is not None}
+            if k not in ("model", "kv_cache", "drafter", "new_deployment")
+            or (v is not None and v is not False)}
 
 
 def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = None) -> None:
@@ -429,7 +433,8 @@ def asked_query(draws, query: dict[str, Any], builtin: bool = False,
 
 def query_flags(query: dict[str, Any]) -> str:
     """``--hardware rtx-pro-6000 --accept 1.95``: a query's flags as given (None left out)."""
-    return " ".join(f"--{k.replace('_', '-')} {v}" for k, v in query.items() if v is not None)
+    return " ".join(f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
+                    for k, v in query.items() if v is not None and v is not False)
 
 
 def describe_tracked(draws, t: Tracked) -> str:

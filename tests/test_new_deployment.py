@@ -1,0 +1,195 @@
+"""``--new-deployment``: a question asked as another deployment of the (system, engine, method)
+group the fit measured. Four held-out collections (docs/validation.md, the sixth to ninth) had a
+user's deployment under a measured card and GPU name answered from that group's measured
+overhead, anchored to its rows, in intervals 12-21% wide, missing by 18-84%. With the flag the
+group is carried as to another system (engine/structure.py ``carried_spec_ms``) with itself as
+the reference: on its own GPUs the carried costs are the measured ones, and the answer
+scatters by the [transfer] system scatter and, for a hybrid target, the groups' spread
+(``deployment_spread``), not anchored to the group's rows. On the B300 point mass, by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.question import Flags, resolve
+from test_cli_support import make_point_mass_workdir, run_cli
+from test_json_schemas import validate_output
+from test_structure_model import structured_point_mass
+
+#: The measured group of the point mass, and its SPEC at DDTree 16/32 by hand: the B300 AR
+#: step 8 ms x (0.05 fixed + 0.1 x one pass + 0.002 x 32 nodes).
+GROUP = "b300x8/sglang/ddtree"
+SPEC = 8 * (0.05 + 0.1 * 1 + 0.002 * 32)
+
+
+def carried_point_mass(n: int = 8, system_sd: float = 0.0, spread: float | None = None):
+    """:func:`structured_point_mass` with the [transfer] system scatter ``system_sd`` (the
+    fit's ``transfer_system_sd`` draws) and, with ``spread``, a hybrid card in an engine whose
+    hybrid effect is credibly large, so :func:`deployment_spread` is ``spread``."""
+    draws = structured_point_mass(n=n)
+    draws.variables.update(transfer_system_sd=np.full(n, system_sd),
+                           moe_distinct_exponent_mu=np.full(n, 0.5),
+                           compute_eff_log_mu=np.full(n, -1.2),
+                           compute_eff_log_sd=np.zeros(n))
+    if spread is None:
+        return draws
+    model = {**draws.meta["model"], "engines": ["sglang"], "group_engine": [0],
+             "group_recurrent": [False],
+             "card": {**draws.meta["model"]["card"], "recurrent_layers": 30}}
+    variables = {**draws.variables, "spec_fixed_log_sd": np.full(n, spread),
+                 "spec_fixed_recurrent": np.full((n, 1), 1.4)}
+    return dataclasses.replace(draws, meta={**draws.meta, "model": model}, variables=variables,
+                               memo={})
+
+
+def ask(draws, hardware="b300", method="ddtree", new_deployment=True):
+    sc = P.resolve_scenario(draws, hardware=hardware, gpus=8, engine="sglang", method=method,
+                            block=16 if method != "ar" else None,
+                            budget=32 if method != "ar" else None,
+                            verify_tokens=None, context_tokens=0.0)
+    return dataclasses.replace(sc, new_deployment=new_deployment)
+
+
+def test_with_no_scatter_the_flag_carries_the_measured_costs_unanchored():
+    """With the system scatter 0 (a transformer target: no groups' spread) the carried group's
+    SPEC is its measured one, draw by draw (8 x (0.05 + 0.1 + 0.002 x 32) ms), and the step
+    is the structural step the unflagged answer is anchored from: not anchored to the group's
+    budget-8 row, whose discrepancy the unflagged answer carries (exp(-r))."""
+    draws = carried_point_mass()
+    flagged, how = P.step_components(draws, ask(draws), np.random.default_rng(0))
+    plain = ask(draws, new_deployment=False)
+    structural, _ = P.step_components(draws, plain, np.random.default_rng(0), anchor=False)
+    anchored, plain_how = P.step_components(draws, plain, np.random.default_rng(0))
+    np.testing.assert_allclose(flagged["spec"], SPEC, rtol=1e-12)
+    np.testing.assert_array_equal(flagged["spec"], structural["spec"])
+    np.testing.assert_array_equal(flagged["step"], structural["step"])
+    assert not np.allclose(anchored["step"], structural["step"])   # (the anchor moved it)
+    assert "anchored to the measured" not in how and "anchored to the measured" in plain_how
+    assert how.startswith(f"overhead of group {GROUP} carried to another deployment of it "
+                          "(--new-deployment")
+    assert "a prior-driven scatter between deployments: the [transfer] system scatter)" in how
+    # its own discrepancy: the likelihood's for a new configuration 0.04 x log(33 / 9) from
+    # the measured budget 8, as the structural step's (no anchor's own error)
+    np.testing.assert_allclose(flagged["log_sd"], 0.04 * math.log(33 / 9))
+    assert not P.is_anchored(draws, ask(draws)) and P.is_anchored(draws, plain)
+
+
+def test_the_flagged_median_is_the_unflagged_one_where_the_anchor_shifts_nothing():
+    """Through predict: where the anchor's discrepancy is 0 (structure_sd 0: the structural
+    step is the measured one's model) and the scatter is 0, the flagged median equals the
+    unflagged one exactly, 14 x 1000 / step, no Monte Carlo slack."""
+    draws = carried_point_mass()
+    draws.variables.update(structure_sd=np.zeros(draws.n_draws),
+                           noise_sd=np.full(draws.n_draws, 1e-12))
+    kw = dict(hardware="b300", gpus=8, engines=["sglang"], method="ddtree", block=16,
+              budget=32, accept="14")
+    plain = P.predict(draws, **kw)
+    flagged = P.predict(draws, new_deployment=True, **kw)
+    step = P.step_components(draws, ask(draws, new_deployment=False), np.random.default_rng(0),
+                             anchor=False)[0]["step"][0]
+    assert flagged[0]["median"] == pytest.approx(plain[0]["median"], rel=1e-9)
+    assert flagged[0]["median"] == pytest.approx(14 * 1000 / step, rel=1e-9)
+    assert flagged[0]["new_deployment"] is True and "new_deployment" not in plain[0]
+
+
+@pytest.mark.parametrize("spread", [None, 0.8])
+def test_the_flagged_log_spread_is_hypot_of_the_system_scatter_and_the_spread(spread):
+    """log(SPEC / measured SPEC) is hypot(system_sd, spread) x a standard normal per draw:
+    sd 0.3 for a transformer target, hypot(0.3, 0.8) = 0.8544 for a hybrid one in an engine
+    whose hybrid effect is large; draw by draw the hybrid's is 0.8544 / 0.3 times the
+    transformer's (one seed), and over 4000 draws its sd is that figure."""
+    n = 4000
+    sd = 0.3 if spread is None else math.hypot(0.3, spread)
+    assert sd == pytest.approx(0.3 if spread is None else 0.854400374531753)
+    draws = carried_point_mass(n, system_sd=0.3, spread=spread)
+    flagged, how = P.step_components(draws, ask(draws), np.random.default_rng(3), anchor=False)
+    log_ratio = np.log(flagged["spec"] / SPEC)
+    assert np.std(log_ratio) == pytest.approx(sd, rel=0.04)
+    base, _ = P.step_components(carried_point_mass(n, system_sd=0.3), ask(draws),
+                                np.random.default_rng(3), anchor=False)
+    np.testing.assert_allclose(log_ratio, np.log(base["spec"] / SPEC) * sd / 0.3, rtol=1e-9)
+    if spread is not None:
+        assert "the groups' spread spec_fixed_log_sd (a hybrid target in sglang" in how
+
+
+@pytest.mark.parametrize("hardware, method, why", [
+    ("h200", "ddtree", "the fit did not measure group h200x8/sglang/ddtree"),
+    ("b300", "ar", "an autoregressive step has no speculative overhead group")])
+def test_the_flag_on_a_group_the_fit_did_not_measure_changes_nothing_and_says_so(
+        hardware, method, why):
+    """A group carried from another system (H200: the B300's) or none at all (AR) is answered
+    as without the flag, draw by draw and note for note, and one warning line says so."""
+    draws = carried_point_mass(system_sd=0.3)
+    flagged = P.step_components(draws, ask(draws, hardware, method), np.random.default_rng(0))
+    plain = P.step_components(draws, ask(draws, hardware, method, False),
+                              np.random.default_rng(0))
+    assert flagged[1] == plain[1]
+    for k in plain[0]:
+        np.testing.assert_array_equal(flagged[0][k], plain[0][k])
+    accept = "14" if method != "ar" else None
+    q = resolve(draws, Flags(hardware=hardware, gpus=8, engines=("sglang",), method=method,
+                             accept=accept, new_deployment=True))
+    said = [w for w in q.warnings if w.startswith("--new-deployment changes nothing")]
+    assert len(said) == 1 and why in said[0]
+    assert q.asked[0].scenario.new_deployment
+    assert not [w for w in resolve(draws, Flags(hardware="b300", engines=("sglang",),
+                                                accept="14", new_deployment=True)).warnings
+                if "--new-deployment" in w]
+
+
+def test_the_api_refuses_a_flag_that_is_not_true_or_false():
+    with pytest.raises(QueryError, match="new_deployment 'yes' is not True or False"):
+        Flags(new_deployment="yes")
+    assert Flags(new_deployment=np.bool_(True)).new_deployment is True
+    assert Flags.of({"new_deployment": None}).new_deployment is False
+
+
+@pytest.fixture(scope="module")
+def pm(tmp_path_factory):
+    draws = carried_point_mass(16, system_sd=0.3)
+    draws.variables["noise_sd"] = np.full(16, 0.05)   # (next refuses a noiseless fit)
+    return make_point_mass_workdir(tmp_path_factory.mktemp("newdep") / "w", draws=draws, n=16)
+
+
+def test_predict_next_and_track_take_the_flag_and_echo_it(pm, tmp_path):
+    """predict --new-deployment says it in the table and echoes it in the JSON rows; next's
+    --query and track take it too (a tracked query keeps it, and answers with it)."""
+    work = shutil.copytree(pm, tmp_path / "w")
+    q = ["--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block", "16",
+         "--budget", "32", "--accept", "14"]
+    code, out, err = run_cli(work, "predict", *q, "--new-deployment")
+    assert code == 0, err
+    assert "verify 33 tokens, context 0, new deployment" in out
+    assert f"overhead of group {GROUP} carried to another deployment of it" in out
+    code, out, err = run_cli(work, "predict", *q, "--new-deployment", "--format", "json")
+    validate_output("predict", json.loads(out))
+    (row,) = json.loads(out)["rows"]
+    assert row["new_deployment"] is True
+    code, out, _ = run_cli(work, "predict", *q, "--format", "json")
+    (plain,) = json.loads(out)["rows"]
+    assert "new_deployment" not in plain and plain["median"] != row["median"]
+    code, out, err = run_cli(work, "next", "--k", "2", "--format", "json", "--query",
+                             " ".join(q) + " --new-deployment")
+    assert code == 0, err
+    validate_output("next", json.loads(out))
+    query = json.loads(out)["query"]
+    assert query["new_deployment"] is True
+    assert "carried to another deployment of it" in query["overhead_from"]
+    code, out, err = run_cli(work, "track", *q, "--new-deployment", "--format", "json")
+    assert code == 0, err
+    added = json.loads(out)
+    validate_output("track", added)
+    assert added["query"]["query"]["new_deployment"] is True
+    assert added["query"]["name"].endswith("-new-deployment")
+    assert added["now"]["rows"][0]["median"] == pytest.approx(row["median"])   # (predict's)
+    code, out, _ = run_cli(work, "track", "list")
+    assert "--accept 14 --new-deployment" in out
+    validate_output("track", json.loads(run_cli(work, "track", "list", "--format", "json")[1]))
