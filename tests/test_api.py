@@ -416,8 +416,8 @@ def test_load_inputs_refuses_what_fit_refuses(tmp_path):
 
 
 PREDICT_KEYWORDS = ("accept, block, budget, concurrency, context, drafter, engine, engines, "
-                    "explain, gpus, hardware, kv_cache, method, model, model_average, prob, seed, "
-                    "target, verify_tokens, workdir")
+                    "explain, gpus, hardware, kv_cache, method, model, model_average, "
+                    "new_deployment, prob, seed, target, verify_tokens, workdir")
 
 
 def test_the_api_takes_predicts_flags_and_names_an_unknown_keyword():

@@ -840,8 +840,8 @@ def test_a_hand_edited_tracked_query_is_checked_as_track_add_checks_it(tmp_path)
     # a misspelt key was dropped: the default question (sglang and native) was answered
     ({"engnie": "vllm", "accept": "14"}, "tracked query 'typo': unknown key 'engnie' (fix: in "
      "tracked.json, use the keys hardware, gpus, engine, method, block, budget, verify_tokens, "
-     "context, accept, model, kv_cache, drafter; or `ddtree-bayes track remove typo` and track it "
-     "again)"),
+     "context, accept, model, kv_cache, drafter, new_deployment; or `ddtree-bayes track remove "
+     "typo` and track it again)"),
     # predict and track refuse --hardware B300 at the flag; read here it was unpredictable later
     ({"hardware": "B300", "accept": "14"}, "tracked query 'typo': --hardware 'B300' is not a "
      "lowercase name"),

@@ -193,3 +193,7 @@ def test_predict_next_and_track_take_the_flag_and_echo_it(pm, tmp_path):
     code, out, _ = run_cli(work, "track", "list")
     assert "--accept 14 --new-deployment" in out
     validate_output("track", json.loads(run_cli(work, "track", "list", "--format", "json")[1]))
+    # diff and update label its rows apart from the same query without the flag
+    code, out, err = run_cli(work, "diff", "latest", "latest")
+    assert code == 0, err
+    assert "b300 x8 sglang ddtree b16/B32 new deployment accept 14" in out

@@ -485,6 +485,8 @@ def row_label(r: dict, with_model: bool = True, kv_cache: str | None = None) -> 
         parts.append(f"kv-cache {kv_cache}")
     if r.get("drafter"):   # (predict --drafter's row names its card)
         parts.append(f"drafter {r['drafter']}")
+    if r.get("new_deployment"):   # (predict --new-deployment's row says it)
+        parts.append("new deployment")
     parts.append(f"accept {r['accept']}")
     return " ".join(parts)
 
