@@ -243,6 +243,36 @@ def test_a_copied_workspace_is_told_its_own_file_differs(tmp_path, monkeypatch):
     assert P.check_fit(draws) == []
 
 
+def test_a_copied_workspace_whose_rows_notes_alone_differ_is_not_told_so(tmp_path, monkeypatch):
+    """ac9965d3 left a fit fresh after an edit of a row's notes or source alone (check_fit
+    compares the rows a fit reads: core/data.py fitted_rows_same), but the copied workspace's
+    warning still compared the file's hash: B, a copy of A whose row 2 notes say "rerun",
+    was told its data/measurements.csv "holds other measurements" and to run `update`, which
+    then kept the draws ("no row was added, edited or removed"). Not said now; a tok_s edit
+    in a row whose notes also changed (133 -> 134) still is."""
+    draws = point_mass_draws()
+    a, b = tmp_path / "A", tmp_path / "B"
+    for root in (a, b):
+        (root / "data").mkdir(parents=True)
+    fitted = bundled("measurements.csv").read_text()
+    (a / "data" / "measurements.csv").write_text(fitted)
+    noted = fitted.replace('"C=1 autoregressive;', '"C=1 autoregressive, rerun;', 1)
+    assert noted != fitted
+    (b / "data" / "measurements.csv").write_text(noted)
+    draws.meta["data"] = {"path": str(a / "data" / "measurements.csv"),
+                          "sha256": hashlib.sha256(fitted.encode()).hexdigest()}
+    draws.meta["priors"] = {"path": str(bundled("priors.toml")), "sha256": hashlib.sha256(
+        bundled("priors.toml").read_bytes()).hexdigest()}
+    draws.meta["workdir"] = str(a.resolve())
+    monkeypatch.chdir(b)
+    assert P.check_fit(draws) == []                       # B's rows: A's, but for a note
+    (b / "data" / "measurements.csv").write_text(noted.replace(",133,", ",134,", 1))
+    assert P.check_fit(draws) == [
+        f"fit {draws.meta['fit_id']} was made in {a.resolve()} on its data/measurements.csv, "
+        "not on data/measurements.csv here, which holds other measurements: it answers from "
+        "that file's (run `ddtree-bayes update` to use this one's)"]
+
+
 def test_a_priors_file_here_that_fit_would_read_instead_is_said(tmp_path, monkeypatch):
     """A fit made with the bundled priors (no models/priors.toml here then), asked after the
     user wrote models/priors.toml here with the budget-32 acceptance prior moved from

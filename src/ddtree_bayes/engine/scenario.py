@@ -252,6 +252,14 @@ def holds_fitted(sha256: str, path: Path) -> bool:
     return sha256 in _read_as_stored(path)[0]
 
 
+def holds_fitted_rows(draws: Fit, path: Path) -> bool:
+    """Whether the measurement file at ``path`` holds the rows fit ``draws`` read: its text
+    (:func:`holds_fitted`), or that text but for the rows' notes and sources, which no fit
+    reads (core/data.py ``fitted_rows_same``: ``check_fit`` calls such a file unchanged)."""
+    hashes, text = _read_as_stored(path)
+    return draws.meta["data"]["sha256"] in hashes or fitted_rows_same(text, draws.data_csv)
+
+
 def _without(text: str, sections: tuple[str, ...]) -> dict | None:
     """A priors TOML without the top-level ``sections`` (None if it does not parse)."""
     import tomllib
@@ -725,7 +733,7 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
     # made on in its header line (cli/predict.py), and warns only when FILE changed or is gone.
     # But a fit of the own file of another workspace (this one a copy of it) answers for this
     # folder's file, which `update` here reads: said when that file holds other measurements.
-    copied = _copied_workspace_data(meta) if here else None
+    copied = _copied_workspace_data(draws) if here else None
     if copied is not None:
         warnings.append(copied)
     # Likewise the priors: a fit of the default priors (the bundled file, or its workspace's
@@ -736,16 +744,17 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
     return unconverged + warnings   # (--strict refuses a stale fit, not one it was told to use)
 
 
-def _copied_workspace_data(meta: dict) -> str | None:
+def _copied_workspace_data(draws: Fit) -> str | None:
     """The warning of a fit made in another workspace (``meta["workdir"]``, a folder this
     one was copied from) on that workspace's own ``data/measurements.csv``, when the file of
     that name here holds other measurements than the fit's: the fit answers from the other
     folder's file, and ``update`` here reads this one (cli/update.py). None otherwise: a fit
     made here (of any file), one that does not record where it was made, no file here, or a
-    copy of the fitted text."""
+    copy of the fitted rows (:func:`holds_fitted_rows`: their notes and sources aside)."""
     from ddtree_bayes.core.paths import own_data_file
     from ddtree_bayes.engine.store import made_elsewhere
 
+    meta = draws.meta
     mine = own_data_file("measurements.csv")
     made_on = Path(meta["data"]["path"])
     if mine is None or not made_elsewhere(meta, Path.cwd()):
@@ -753,7 +762,7 @@ def _copied_workspace_data(meta: dict) -> str | None:
     workdir = Path(meta["workdir"])
     if (made_on.resolve() != (workdir / "data" / "measurements.csv").resolve()
             or made_on.resolve() == mine.resolve()
-            or holds_fitted(meta["data"]["sha256"], mine)):
+            or holds_fitted_rows(draws, mine)):
         return None
     return (f"fit {meta['fit_id']} was made in {workdir} on its data/measurements.csv, not on "
             "data/measurements.csv here, which holds other measurements: it answers from that "
