@@ -140,8 +140,7 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
         why = resample_reason(d.meta, d.n_draws)
         if why:   # (update's PSIS reweight: engine/importance.py, workflows/living)
             raise QueryError(why, fix=f"{RESAMPLE_FIX}; compare that fit")
-    hashes = {d.meta["data"]["sha256"] for d in fits}
-    if len(hashes) > 1:
+    if not all(same_data(d, fits[0]) for d in fits[1:]):
         raise QueryError("the fits were made on different data; LOO compares models on the "
                          "same data only", fix="refit both on the current data")
     trees = {}
@@ -185,6 +184,17 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
             "method": method, "notes": notes}
 
 
+def same_data(fit: Fit, other: Fit) -> bool:
+    """Whether two fits were made on the same rows: the same data file's hash, or texts that
+    differ only in the rows' notes and sources (core/data.py ``fitted_rows_same``), which no
+    fit reads (``check_fit`` calls such a file unchanged: a fit made after an edit of a note
+    and one made before are fits of the same data)."""
+    from ddtree_bayes.core.data import fitted_rows_same
+
+    return (fit.meta["data"]["sha256"] == other.meta["data"]["sha256"]
+            or fitted_rows_same(fit.data_csv, other.data_csv))
+
+
 def inputs_unlike(fit: Fit, anchor: Fit) -> list[str]:
     """What ``fit`` was made on that ``anchor`` was not, beyond the model forms: its data,
     priors file, hardware table (each GPU's values, sources aside, as ``diff`` compares them),
@@ -197,8 +207,9 @@ def inputs_unlike(fit: Fit, anchor: Fit) -> list[str]:
     from ddtree_bayes.core.hardware_table import SOURCE_COLUMNS
     from ddtree_bayes.core.model_cards import modelled
 
-    out = [what for what in ("data", "priors")
-           if fit.meta[what]["sha256"] != anchor.meta[what]["sha256"]]
+    out = ["data"] if not same_data(fit, anchor) else []
+    out += [what for what in ("priors",)
+            if fit.meta[what]["sha256"] != anchor.meta[what]["sha256"]]
 
     def values(f: Fit) -> dict:
         return {n: {c: (v or "").strip() for c, v in row.items() if c not in SOURCE_COLUMNS}
