@@ -742,3 +742,37 @@ def test_the_api_prices_a_drafter_from_the_workdirs_cards(tmp_path, monkeypatch)
         from_elsewhere = api.predict(draws, workdir=work, **ask)["median"][0]
     assert here != pytest.approx(in_work, rel=1e-3)   # (the two cards price it apart)
     assert from_elsewhere == in_work
+
+
+def test_a_tracked_querys_rows_of_a_workdir_price_its_drafter_from_its_cards(tmp_path,
+                                                                              monkeypatch):
+    """958c5b77 made `db.predict(workdir=W)` read W's drafter cards; the library's tracked
+    query rows (workflows/living/tracking.py query_rows and compare_queries, which `track`,
+    `update` and `diff` answer a tracked query with) take a ``workdir`` too, but read W's
+    seed estimates only: the query's --drafter card (one the fit did not store) was still
+    the current directory's, 8 + 1 B per pass where W's card reads 2 + 1 B. W's cards now:
+    the rows asked from elsewhere with workdir=W are those asked in W (and predict's)."""
+    import numpy as np
+
+    from ddtree_bayes.workflows import living
+    from test_engine_effects import KIMI_DDTREE, own_drafters, structured_engine_fit
+
+    base = structured_engine_fit()
+    draws = base.view(variables={**base.variables, "structure_sd": np.full(4, 0.04)})
+    work, elsewhere = tmp_path / "w", tmp_path / "here"
+    work.mkdir(), elsewhere.mkdir()
+    own_drafters(work, KIMI_DDTREE)   # (2 + 1 B read per pass)
+    own_drafters(elsewhere, KIMI_DDTREE.replace(",2,2,1,", ",8,8,1,"))   # (8 + 1 B: another)
+    query = {"hardware": "b300", "gpus": 8, "method": "ddtree", "block": 16, "budget": 32,
+             "accept": "12", "engine": "sglang", "drafter": "my-kimi-ddtree"}
+
+    def median(**where) -> float:
+        return living.query_rows(draws, query, 7, **where)[0]["median"]
+
+    with pytest.warns(UserWarning, match=PAST_M9):   # (predict's, in W: budget 32, M = 33)
+        monkeypatch.chdir(work)
+        asked = api.predict(draws, seed=7, **query)["median"][0]
+    in_work = median()
+    monkeypatch.chdir(elsewhere)
+    assert median() != pytest.approx(in_work, rel=1e-3)   # (the two cards price it apart)
+    assert median(workdir=work) == in_work == asked

@@ -397,14 +397,22 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
     project of one model) asks a fit of several models about :func:`project_model`.
     ``warnings``, when given, gets what ``predict`` warns of for the same flags (a name the
     fit never saw, a context past the measured ones, a cache that does not fit). A query
-    saved with ``--kv-cache`` is capped, and its memory checked, at that dtype, as predict's."""
+    saved with ``--kv-cache`` is capped, and its memory checked, at that dtype, as predict's.
+    ``workdir``: where ``data/`` is (default: here): the cards the query reads that the fit did
+    not store (a ``--drafter``), as ``predict`` run there reads them (``db.predict``'s rule),
+    and the seed estimates."""
+    from contextlib import nullcontext
+
+    from ddtree_bayes.core.paths import working_in
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.question import Flags, resolve
 
-    question = resolve(draws, Flags.of(asked_query(draws, query, builtin)))
-    if warnings is not None:
-        warnings.extend(question.warnings)
-    return P.predict_rows(draws, question, prob=0.9, seed=seed, workdir=workdir)
+    # (resolve read a --drafter's card from the current directory, the seed estimates W's)
+    with nullcontext() if workdir is None else working_in(workdir):
+        question = resolve(draws, Flags.of(asked_query(draws, query, builtin)))
+        if warnings is not None:
+            warnings.extend(question.warnings)
+        return P.predict_rows(draws, question, prob=0.9, seed=seed, workdir=workdir)
 
 
 def asked_query(draws, query: dict[str, Any], builtin: bool = False,
