@@ -18,7 +18,8 @@ terminal shows them. Its output is saved to ``docs/examples/<name>.txt`` and pas
     ```
     <!-- /example -->
 
-The scratch folders are always ``/tmp/ddtree-bayes-docs/<workspace>`` and the fits are stamped
+The scratch folders are always ``/tmp/ddtree-bayes-docs/<workspace>`` (a second run on the same
+machine waits for the first: the folders' path is in the outputs) and the fits are stamped
 by the reproducible clock (``SOURCE_DATE_EPOCH``, :mod:`ddtree_bayes.core.clock`), so fit ids
 and dates are the same on every run. The one thing that differs from run to run is
 wall-clock seconds (``23.6 s``), which ``--check`` leaves out of the comparison.
@@ -29,7 +30,9 @@ and (in the slow tier, `pytest -m slow`) that a fresh run of this script reprodu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import fcntl
 import os
 import re
 import shutil
@@ -358,6 +361,26 @@ def generate(names: set[str] | None) -> dict[str, str]:
     wanted = [e for e in EXAMPLES if names is None or e.name in names]
     needed = {e.work for e in wanted}
     out: dict[str, str] = {}
+    with scratch_lock():
+        return _generate(wanted, needed, names, out)
+
+
+@contextlib.contextmanager
+def scratch_lock():
+    """Hold the scratch folder alone: two runs at once (two clones' ``--check``) deleted each
+    other's workspaces mid-run. The outputs print the folder's path, so it cannot be made
+    unique per run; a second run waits for the first instead."""
+    with open(f"{SCRATCH}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"[docs] waiting for another run to release {SCRATCH}", file=sys.stderr,
+                  flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _generate(wanted, needed, names, out: dict[str, str]) -> dict[str, str]:
     shutil.rmtree(SCRATCH, ignore_errors=True)
     try:
         spaces = {}

@@ -99,6 +99,21 @@ def test_excerpt_keeps_the_matching_lines_in_order():
     assert docs.normalise("fit took 23.6 s, sampling 2 s") == "fit took <t> s, sampling <t> s"
 
 
+def test_a_second_run_waits_for_the_scratch_folder(tmp_path, monkeypatch):
+    """Two runs at once (two clones' --check) deleted each other's workspaces mid-run; the
+    folder's path is in the outputs, so a second run waits on a lock instead: while one holds
+    it, another's non-blocking try fails, and after it the try succeeds."""
+    import fcntl
+
+    docs = _module()
+    monkeypatch.setattr(docs, "SCRATCH", tmp_path / "ddtree-bayes-docs")
+    with docs.scratch_lock():
+        with open(f"{docs.SCRATCH}.lock", "w") as other, pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(f"{docs.SCRATCH}.lock", "w") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)   # (released: no error)
+
+
 @pytest.mark.slow
 def test_a_fresh_run_reproduces_every_saved_output():
     """Every example of the docs run again (seven fits, ~5 min on two cores): the slow tier, as
