@@ -334,11 +334,15 @@ def here_drafters(draws: Fit, workdir: Path | None = None) -> tuple:
     (core/drafters.py ``drafter_table``), read once per fit object and directory: an answer
     asks for them up to four times (card changes, drafter changes, the cards a measurement
     could be made with, ``--drafter``). Keyed by the file's bytes, so a card added while a
-    Python session holds the fit counts; a file that does not load raises each time."""
+    Python session holds the fit counts; a file that does not load raises each time. Within
+    a command (core/per_call.py) built once per file, whichever fit object asks: ``next``'s
+    views of the fit (one per simulated result, each with its own memo) built it 193 times."""
     from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.paths import own_data_file
 
     path = own_data_file("drafters.csv", workdir)
+    if path is not None and per_call.in_call():
+        return per_call.parsed("drafter cards here", path, lambda: drafter_table(path))
     try:
         key = (str(path), per_call.read_bytes(path) if path is not None else b"")
     except OSError:   # (drafter_table names the problem)
