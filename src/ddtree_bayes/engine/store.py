@@ -144,6 +144,19 @@ def remove_stale_temps(models: Path) -> list[Path]:
     return removed
 
 
+def write_root_attrs(attrs, meta: dict, texts: dict[str, str]) -> dict:
+    """Write a fit's four root attributes into ``attrs`` (a DataTree's or an h5py file's):
+    the metadata with its texts' digests (:func:`with_digests`) and the three stored texts
+    (``texts``: ``data``, ``priors``, ``hardware``). Returns the metadata written. The one
+    writer of them: :func:`save` and :func:`save_resampled` each wrote all four."""
+    meta = with_digests(meta)
+    attrs[META_ATTR] = json.dumps(meta, sort_keys=True)
+    attrs[DATA_ATTR] = texts["data"]
+    attrs[PRIORS_ATTR] = texts["priors"]
+    attrs[HARDWARE_ATTR] = texts["hardware"]
+    return meta
+
+
 def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
     """Write a fit DataTree with its metadata atomically and point latest.json at it."""
     bad = _nonfinite({name: np.asarray(da.values)
@@ -152,11 +165,7 @@ def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
         raise ArtifactError(f"refusing to save fit {meta['fit_id']}: non-finite draws ({bad}); "
                             "nothing was written (fix: re-run `ddtree-bayes fit`)")
     dt = dt.copy()
-    meta = with_digests(meta)
-    dt.attrs[META_ATTR] = json.dumps(meta, sort_keys=True)
-    dt.attrs[DATA_ATTR] = texts["data"]
-    dt.attrs[PRIORS_ATTR] = texts["priors"]
-    dt.attrs[HARDWARE_ATTR] = texts["hardware"]
+    meta = write_root_attrs(dt.attrs, meta, texts)
     target = fits_dir(models) / f"{meta['fit_id']}.nc"
     target.parent.mkdir(parents=True, exist_ok=True)
     # serialised in memory, written by Python: HDF5 writing the file itself crashed the
@@ -246,11 +255,7 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
             for name in groups:
                 if name in fh:
                     del fh[name]
-            meta = with_digests(meta)
-            fh.attrs[META_ATTR] = json.dumps(meta, sort_keys=True)
-            fh.attrs[DATA_ATTR] = texts["data"]
-            fh.attrs[PRIORS_ATTR] = texts["priors"]
-            fh.attrs[HARDWARE_ATTR] = texts["hardware"]
+            meta = write_root_attrs(fh.attrs, meta, texts)
         with h5netcdf.File(tmp, "a") as dst:
             post = dst["posterior"]
             for name, flat in (replace or {}).items():
