@@ -1232,3 +1232,23 @@ def test_replace_repairs_its_own_row_whose_compute_capability_the_reader_refuses
         "memory_gb": "32", "mem_bw_tb_s": "1.792", "dense_bf16_tflops": "209.5"}
     assert rows["other"]["source"] == "me"
     assert hardware_table(tmp_path).rows["mygpu"]["compute_capability"] == "12.0"   # (read)
+
+
+def test_like_a_gpus_own_row_words_its_copied_figures_once(tmp_path):
+    """`hardware add myb --like b300 --mem-bw-tb-s 7.7`, where b300 is the user's own row
+    ("t (mem_bw_tb_s); other figures as before: <b300's built-in source>"), wrote "me
+    (mem_bw_tb_s); other figures as b300: as before: <...>": the bandwidth's credit dropped,
+    the "as before" left in the copied text, said twice. Its figures are b300's: "as b300:
+    <...>" once, and the row still reads as copied from b300."""
+    from ddtree_bayes.workflows.card_files.gpu import copied_from
+
+    b300 = BUILT_IN["b300"]
+    for argv in (("b300", "--like", "b300", "--mem-bw-tb-s", "7.9", "--source", "t"),
+                 ("myb", "--like", "b300", "--mem-bw-tb-s", "7.7", "--source", "me")):
+        code, out, err = run_cli(tmp_path, "hardware", "add", *argv)
+        assert code == 0, err
+    rows = rows_of(tmp_path / "data" / "hardware.csv")
+    assert rows["b300"]["source"] == f"t (mem_bw_tb_s); other figures as before: {b300['source']}"
+    assert rows["myb"]["source"] == f"me (mem_bw_tb_s); other figures as b300: {b300['source']}"
+    assert rows["myb"]["flops_source"] == f"as b300: {b300['flops_source']}"
+    assert copied_from(rows["myb"]["source"]) == "b300"

@@ -92,8 +92,21 @@ def _figure(value: float | str) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value).strip()
 
 
+#: How a GPU's own row credits the figures it kept from its row before (a built-in row's).
+_AS_BEFORE = "as before: "
+
+
 def _provenance(source: str, given: list[str], like: str | None, like_source: str,
                 derived: str | None = None) -> str:
+    """``source``'s credit of the columns ``given``, ``derived``, then the other figures "as
+    <like>: <like_source>". Another GPU's own row's text of the figures it kept "as before"
+    (its built-in row's) is that GPU's: "as b300: <...>", not "as b300: as before: <...>".
+
+    >>> _provenance("me", ["mem_bw_tb_s"], "b300", "as before: NVIDIA (288 GB)")
+    'me (mem_bw_tb_s); other figures as b300: NVIDIA (288 GB)'
+    """
+    if like not in (None, "before") and like_source.startswith(_AS_BEFORE):
+        like_source = like_source[len(_AS_BEFORE):]
     parts = [f"{source} ({', '.join(given)})"] if given else []
     if derived:
         parts.append(derived)
