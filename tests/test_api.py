@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -776,3 +777,28 @@ def test_a_tracked_querys_rows_of_a_workdir_price_its_drafter_from_its_cards(tmp
     monkeypatch.chdir(elsewhere)
     assert median() != pytest.approx(in_work, rel=1e-3)   # (the two cards price it apart)
     assert median(workdir=work) == in_work == asked
+
+
+def test_accept_takes_any_sequence_as_concurrency_does():
+    """db.predict(accept=np.array([12, 14])) (or a pandas Series, or a range) was refused as
+    "not a number, list or range", where concurrency takes any sequence: one helper reads both
+    (engine/question.py ``asked_values``). Each gives the list's numbers: 12 and 14 tokens
+    per 20 ms step of the point-mass fit, 600 and 700 tok/s (13: 650)."""
+    import warnings
+
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+
+    def medians(accept) -> list[float]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            table = api.predict(draws, engine="sglang", accept=accept)
+        return [round(m, 6) for m in table["median"]]
+
+    assert medians([12, 14]) == [600.0, 700.0]
+    for given in (np.array([12, 14]), pd.Series([12, 14]), np.array([12.0, 14.0]),
+                  (12, 14)):
+        assert medians(given) == [600.0, 700.0], given
+    assert medians(range(12, 15)) == medians([12, 13, 14]) == [600.0, 650.0, 700.0]
+    assert medians(np.int64(13)) == [650.0]

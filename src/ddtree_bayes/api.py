@@ -99,7 +99,8 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     latest fit; the keyword arguments are ``predict``'s flags (``model``, ``hardware``,
     ``gpus``, ``engines`` or its alias ``engine``: a name, comma-separated names or a list,
     ``method``, ``block``, ``budget``, ``verify_tokens``, ``context``,
-    ``accept``: as ``--accept`` or a list of numbers, ``concurrency``: one C or a list, per
+    ``accept``: as ``--accept`` or a sequence of numbers (a list, range, numpy array or
+    pandas Series, as ``concurrency`` takes them), ``concurrency``: one C or a list, per
     user with ``total_*`` columns; ``explain``: each row's variance split, as ``--explain``;
     ``kv_cache``: the KV cache's dtype, bf16, fp16, fp8, q8_0 or q4_0, as ``--kv-cache``;
     ``drafter``: a drafter card's name, as ``--drafter``; ``new_deployment``: True to price a

@@ -1241,17 +1241,21 @@ def answer_warnings(fit: Fit, question: Question, rows: list[dict], *, prob: flo
 
 
 def accept_text(accept: object) -> str | None:
-    """``predict``'s ``accept`` as ``--accept`` writes it: a list or tuple of numbers (the
-    API's natural form, refused as "not a number, list or range" before) joined by commas.
+    """``predict``'s ``accept`` as ``--accept`` writes it: one value, or any sequence of
+    numbers as ``concurrency`` takes them (a list, tuple, range, numpy array or pandas Series:
+    engine/question.py ``asked_values``; the API's natural forms, refused as "not a number,
+    list or range" before) joined by commas.
 
     >>> accept_text([12, 14.5]), accept_text("12:16"), accept_text(None), accept_text(13.5)
     ('12,14.5', '12:16', None, '13.5')
+    >>> accept_text(range(12, 15)), accept_text(np.array([12, 14]))
+    ('12,13,14', '12,14')
     """
+    from ddtree_bayes.engine.question import asked_values
+
     if accept is None:
         return None
-    if isinstance(accept, list | tuple):
-        return ",".join(str(a) for a in accept)
-    return str(accept)
+    return ",".join(str(a) for a in asked_values(accept))
 
 
 def predict_rows(fit: Fit, question: Question, *, target: float | None = None,

@@ -63,22 +63,35 @@ from ddtree_bayes.engine.structure import amd_overhead_warning, new_deployment_w
 CONFIGURATION_FLAGS = "--hardware/--method/--block/--budget"
 
 
+def asked_values(value: Any) -> tuple:
+    """A flag of the Python API given one value or any sequence of them (a list, tuple,
+    range, numpy array or pandas Series; a text is one value) as a tuple, whole numbers as
+    ints (a numpy integer too; a bool stays one, for the flag's check to refuse). The one
+    reader of ``concurrency`` (:func:`streams_of`) and ``accept`` (engine/predictive.py
+    ``accept_text``): accept refused a numpy array, a Series or a range.
+
+    >>> import numpy as np
+    >>> asked_values(8), asked_values(range(1, 3)), asked_values(np.array([12, 14])), asked_values("1:2")
+    ((8,), (1, 2), (12, 14), ('1:2',))
+    """
+    def whole(v: Any) -> Any:
+        return int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
+
+    if not isinstance(value, Iterable) or isinstance(value, str):
+        return (whole(value),)
+    return tuple(whole(v) for v in value)
+
+
 def streams_of(value: Any) -> tuple | None:
     """``concurrency`` as a question holds it: None (not asked), or a tuple from one C or any
-    sequence of them (a list, range or numpy array; each is checked by :class:`Flags`), whole
-    numbers as ints (a numpy integer too).
+    sequence of them (:func:`asked_values`; each is checked by :class:`Flags`).
 
     >>> streams_of(8), streams_of(range(1, 3)), streams_of([]), streams_of(2.5)
     ((8,), (1, 2), None, (2.5,))
     """
-    def whole(v: Any) -> Any:   # (a bool stays one, so Flags refuses it)
-        return int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
-
     if value is None:
         return None
-    if not isinstance(value, Iterable) or isinstance(value, str):
-        return (whole(value),)
-    return tuple(whole(v) for v in value) or None
+    return asked_values(value) or None
 
 
 #: The flags of a question that take one name, each with a name it takes (the fix of another
