@@ -1288,9 +1288,9 @@ def test_next_says_which_drafter_card_each_candidate_drafts_with(tmp_path):
     and the table a drafter column (the card, ``generic``, ``-``)."""
     import dataclasses
 
-    from ddtree_bayes.cli.decisions import drafter_cell
     from ddtree_bayes.core.drafters import card_dict
     from ddtree_bayes.workflows import decisions as D
+    from ddtree_bayes.workflows.decisions.next_measurement import drafter_cell
     from test_engine_effects import structured_engine_fit
     from test_json_schemas import validate_output
 

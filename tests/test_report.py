@@ -1052,3 +1052,35 @@ def test_the_default_questions_predictive_is_drawn_once_per_scenario(monkeypatch
     warned: list[str] = []
     P.predict(draws, seed=20261130, warnings=warned)
     assert shared["answer_warnings"] == list(dict.fromkeys(warned))
+
+
+def test_the_next_section_shows_the_drafter_column_next_prints():
+    """`next` prints a drafter column (the card whose roofline prices each candidate's drafter
+    passes: ``pass_drafter`` in its JSON and in the report's summary.json), and the report's
+    "What to measure next" table (summary.md, the page) left it out. The same cell as
+    `next`'s: the card, ``generic`` where no card serves the method, ``-`` where nothing is
+    priced (AR, the fraction step form)."""
+    from ddtree_bayes.workflows.decisions.next_measurement import drafter_cell
+    from ddtree_bayes.workflows.report.render import _section_map
+
+    rows = [{"candidate": "b300 x8 sglang ddtree block 16 budget 32 M=33", "why": "the query",
+             "expected_width": 120.4, "reduction_rel": 0.25, "ess_median": 812.0,
+             "pass_drafter": "z-lab/Kimi-K2.6-DDTree"},
+            {"candidate": "b300 x8 sglang eagle3 block 3 M=4", "why": "a chain",
+             "expected_width": 130.0, "reduction_rel": 0.1, "ess_median": 900.0,
+             "pass_drafter": None},
+            {"candidate": "b300 x8 sglang ar", "why": "AR", "expected_width": 140.6,
+             "reduction_rel": 0.0, "ess_median": 1000.0}]
+    summary = {"sampling": {"parameters": []}, "prior_posterior": [], "ppc": {"rows": []},
+               "loo": {"elpd": 0.0, "se": 0.0, "p_loo": 0.0, "n_flagged": 0, "pareto_k": [],
+                       "loo_pit": []},
+               "psense": {"headline": "x", "headline_by_prior": {}, "overall": []},
+               "fan": {"engines": {}, "accept": []}, "variance": {}, "breakdown": [],
+               "decisions": {"next": {"query": {"describe": "b300 x8", "accept": "14"},
+                                      "rows": rows}}}
+    _, headers, body, _ = _section_map(summary)["next"]
+    assert headers == ["candidate", "drafter", "why", "expected 90% width", "reduction", "ESS"]
+    assert [r[1] for r in body] == ["z-lab/Kimi-K2.6-DDTree", "generic", "-"]
+    assert [r[1] for r in body] == [drafter_cell(r) for r in rows]
+    assert body[0] == ["b300 x8 sglang ddtree block 16 budget 32 M=33",
+                       "z-lab/Kimi-K2.6-DDTree", "the query", 120, "25%", 812]

@@ -232,6 +232,7 @@ def cmd_next(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.scenario import check_drafters
     from ddtree_bayes.workflows import decisions as D
+    from ddtree_bayes.workflows.decisions.next_measurement import drafter_cell
 
     check_query(args.query)
     warned: list[str] = []   # (every warning line printed: the JSON's warnings)
@@ -328,21 +329,6 @@ def cmd_next(args: argparse.Namespace) -> int:
     if (itself := query_itself_note(out)) is not None:
         print(f"{itself}.")
     return 0
-
-
-def drafter_cell(row: dict) -> str:
-    """A ``next`` row's drafter column: the card whose roofline prices the candidate's
-    drafter passes (its JSON ``pass_drafter``: candidates draft with their model's default
-    card for their method, which can differ from row to row), ``generic`` when no card serves
-    it (a generic drafter of the method), ``-`` when nothing drafts (AR) or the fit prices no
-    pass (the fraction form).
-
-    >>> [drafter_cell(r) for r in ({"pass_drafter": "z-lab/x"}, {"pass_drafter": None}, {})]
-    ['z-lab/x', 'generic', '-']
-    """
-    if "pass_drafter" not in row:
-        return "-"
-    return "generic" if row["pass_drafter"] is None else row["pass_drafter"]
 
 
 #: The configuration of a ``next`` row and of its query (a query at one stream names no C).

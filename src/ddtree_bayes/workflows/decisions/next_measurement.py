@@ -997,6 +997,21 @@ def _widths(width: np.ndarray, ess: np.ndarray) -> dict:
             "ess_median": float(np.median(ess)), "ess_min": float(ess.min())}
 
 
+def drafter_cell(row: dict) -> str:
+    """A ``next`` row's drafter column (``next``'s table and the report's): the card whose
+    roofline prices the candidate's drafter passes (its JSON ``pass_drafter``: candidates
+    draft with their model's default card for their method, which can differ from row to
+    row), ``generic`` when no card serves it (a generic drafter of the method), ``-`` when
+    nothing drafts (AR) or the fit prices no pass (the fraction form).
+
+    >>> [drafter_cell(r) for r in ({"pass_drafter": "z-lab/x"}, {"pass_drafter": None}, {})]
+    ['z-lab/x', 'generic', '-']
+    """
+    if "pass_drafter" not in row:
+        return "-"
+    return "generic" if row["pass_drafter"] is None else row["pass_drafter"]
+
+
 def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | None = None, *,
                       k: int = DEFAULT_K, prob: float = 0.9, seed: int = DEFAULT_SEED,
                       min_ess: float = MIN_ESS,

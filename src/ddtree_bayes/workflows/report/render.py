@@ -19,6 +19,7 @@ from ddtree_bayes.core.data import accept_shown
 from ddtree_bayes.core.default_question import NO_SPECULATIVE
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.structure import p_text
+from ddtree_bayes.workflows.decisions.next_measurement import drafter_cell
 from ddtree_bayes.workflows.report.summary import compute, pareto_k_limit
 
 # ------------------------------------------------------------------ render
@@ -444,8 +445,8 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                        "extrapolated"], opt_rows, ["budgets"])
     nx = dec.get("next")
     sec["next"] = (next_title(dec),
-                   ["candidate", "why", "expected 90% width", "reduction", "ESS"],
-                   [[r["candidate"], r["why"], round(r["expected_width"]),
+                   ["candidate", "drafter", "why", "expected 90% width", "reduction", "ESS"],
+                   [[r["candidate"], drafter_cell(r), r["why"], round(r["expected_width"]),
                      f"{100 * r['reduction_rel']:.0f}%", round(r["ess_median"])]
                     for r in (nx["rows"] if nx else [])], ["next"])
     sec["hardware"] = ("Hardware never measured (transfer)",
