@@ -723,16 +723,7 @@ def test_the_api_prices_a_drafter_from_the_workdirs_cards(tmp_path, monkeypatch)
     a K2.6 EAGLE-3 head of 1 B in W and one of 8 B here: 91.8 tok/s where `predict` in W
     answers 122), or refused a card W has. W's cards now, as `predict` run in W reads them:
     the same number as the API called from W itself."""
-    import numpy as np
-
-    from test_engine_effects import KIMI_DDTREE, own_drafters, structured_engine_fit
-
-    base = structured_engine_fit()
-    draws = base.view(variables={**base.variables, "structure_sd": np.full(4, 0.04)})
-    work, elsewhere = tmp_path / "w", tmp_path / "here"
-    work.mkdir(), elsewhere.mkdir()
-    own_drafters(work, KIMI_DDTREE)   # (2 + 1 B read per pass)
-    own_drafters(elsewhere, KIMI_DDTREE.replace(",2,2,1,", ",8,8,1,"))   # (8 + 1 B: another)
+    draws, work, elsewhere = _card_in_two_folders(tmp_path)
     ask = {"hardware": "b300", "gpus": 8, "method": "ddtree", "block": 16, "budget": 32,
            "accept": "12", "engine": "sglang", "drafter": "my-kimi-ddtree"}
     with pytest.warns(UserWarning, match=PAST_M9):   # (budget 32: M = 33)
@@ -753,17 +744,9 @@ def test_a_tracked_querys_rows_of_a_workdir_price_its_drafter_from_its_cards(tmp
     seed estimates only: the query's --drafter card (one the fit did not store) was still
     the current directory's, 8 + 1 B per pass where W's card reads 2 + 1 B. W's cards now:
     the rows asked from elsewhere with workdir=W are those asked in W (and predict's)."""
-    import numpy as np
-
     from ddtree_bayes.workflows import living
-    from test_engine_effects import KIMI_DDTREE, own_drafters, structured_engine_fit
 
-    base = structured_engine_fit()
-    draws = base.view(variables={**base.variables, "structure_sd": np.full(4, 0.04)})
-    work, elsewhere = tmp_path / "w", tmp_path / "here"
-    work.mkdir(), elsewhere.mkdir()
-    own_drafters(work, KIMI_DDTREE)   # (2 + 1 B read per pass)
-    own_drafters(elsewhere, KIMI_DDTREE.replace(",2,2,1,", ",8,8,1,"))   # (8 + 1 B: another)
+    draws, work, elsewhere = _card_in_two_folders(tmp_path)
     query = {"hardware": "b300", "gpus": 8, "method": "ddtree", "block": 16, "budget": 32,
              "accept": "12", "engine": "sglang", "drafter": "my-kimi-ddtree"}
 
@@ -802,3 +785,19 @@ def test_accept_takes_any_sequence_as_concurrency_does():
         assert medians(given) == [600.0, 700.0], given
     assert medians(range(12, 15)) == medians([12, 13, 14]) == [600.0, 650.0, 700.0]
     assert medians(np.int64(13)) == [650.0]
+
+
+def _card_in_two_folders(tmp_path):
+    """A structured Kimi fit and two folders each holding a drafter card named
+    ``my-kimi-ddtree``: W's reads 2 + 1 B a pass, the other's 8 + 1 B."""
+    import numpy as np
+
+    from test_engine_effects import KIMI_DDTREE, own_drafters, structured_engine_fit
+
+    base = structured_engine_fit()
+    draws = base.view(variables={**base.variables, "structure_sd": np.full(4, 0.04)})
+    work, elsewhere = tmp_path / "w", tmp_path / "here"
+    work.mkdir(), elsewhere.mkdir()
+    own_drafters(work, KIMI_DDTREE)   # (2 + 1 B read per pass)
+    own_drafters(elsewhere, KIMI_DDTREE.replace(",2,2,1,", ",8,8,1,"))   # (8 + 1 B: another)
+    return draws, work, elsewhere

@@ -220,19 +220,8 @@ def test_a_copied_workspace_is_told_its_own_file_differs(tmp_path, monkeypatch):
     predict's header "made on /.../A/data/measurements.csv", with exit 0. Said again for a
     fit made in another folder of that folder's own file; not for a copy holding the fitted
     text, nor for a fit made here (`fit --data OTHER`, test above)."""
-    draws = point_mass_draws()
-    a, b = tmp_path / "A", tmp_path / "B"
-    for root in (a, b):
-        (root / "data").mkdir(parents=True)
     fitted = bundled("measurements.csv").read_text()
-    (a / "data" / "measurements.csv").write_text(fitted)
-    (b / "data" / "measurements.csv").write_text(fitted)
-    draws.meta["data"] = {"path": str(a / "data" / "measurements.csv"),
-                          "sha256": hashlib.sha256(fitted.encode()).hexdigest()}
-    draws.meta["priors"] = {"path": str(bundled("priors.toml")), "sha256": hashlib.sha256(
-        bundled("priors.toml").read_bytes()).hexdigest()}
-    draws.meta["workdir"] = str(a.resolve())
-    monkeypatch.chdir(b)
+    draws, a, b = _copied_workspace(tmp_path, monkeypatch, fitted, fitted)
     assert P.check_fit(draws) == []                       # B's file: a copy of A's
     (b / "data" / "measurements.csv").write_text(fitted.replace(",133,", ",134,"))
     assert P.check_fit(draws) == [
@@ -250,21 +239,10 @@ def test_a_copied_workspace_whose_rows_notes_alone_differ_is_not_told_so(tmp_pat
     was told its data/measurements.csv "holds other measurements" and to run `update`, which
     then kept the draws ("no row was added, edited or removed"). Not said now; a tok_s edit
     in a row whose notes also changed (133 -> 134) still is."""
-    draws = point_mass_draws()
-    a, b = tmp_path / "A", tmp_path / "B"
-    for root in (a, b):
-        (root / "data").mkdir(parents=True)
     fitted = bundled("measurements.csv").read_text()
-    (a / "data" / "measurements.csv").write_text(fitted)
     noted = fitted.replace('"C=1 autoregressive;', '"C=1 autoregressive, rerun;', 1)
     assert noted != fitted
-    (b / "data" / "measurements.csv").write_text(noted)
-    draws.meta["data"] = {"path": str(a / "data" / "measurements.csv"),
-                          "sha256": hashlib.sha256(fitted.encode()).hexdigest()}
-    draws.meta["priors"] = {"path": str(bundled("priors.toml")), "sha256": hashlib.sha256(
-        bundled("priors.toml").read_bytes()).hexdigest()}
-    draws.meta["workdir"] = str(a.resolve())
-    monkeypatch.chdir(b)
+    draws, a, b = _copied_workspace(tmp_path, monkeypatch, fitted, noted)
     assert P.check_fit(draws) == []                       # B's rows: A's, but for a note
     (b / "data" / "measurements.csv").write_text(noted.replace(",133,", ",134,", 1))
     assert P.check_fit(draws) == [
@@ -2530,3 +2508,20 @@ def test_the_position_a_step_reaches_is_one_rule():
     assert step_reach(262130, 65) == 262194 and step_reach(262130, 17) == 262146
     assert step_reach(0, 300001) == 300000 and step_reach(307200, None) == 307200
     assert step_reach(None, 33) == 32   # (no context given: from position 0)
+
+
+def _copied_workspace(tmp_path, monkeypatch, fitted: str, here: str):
+    """A point-mass fit made in workspace A of ``fitted`` (its data and priors hashes), and
+    the current directory B, whose data/measurements.csv is ``here``."""
+    draws = point_mass_draws()
+    a, b = tmp_path / "A", tmp_path / "B"
+    for root, text in ((a, fitted), (b, here)):
+        (root / "data").mkdir(parents=True)
+        (root / "data" / "measurements.csv").write_text(text)
+    draws.meta["data"] = {"path": str(a / "data" / "measurements.csv"),
+                          "sha256": hashlib.sha256(fitted.encode()).hexdigest()}
+    draws.meta["priors"] = {"path": str(bundled("priors.toml")), "sha256": hashlib.sha256(
+        bundled("priors.toml").read_bytes()).hexdigest()}
+    draws.meta["workdir"] = str(a.resolve())
+    monkeypatch.chdir(b)
+    return draws, a, b

@@ -392,12 +392,7 @@ def test_a_measured_groups_own_cost_leaves_its_fixed_cost_at_or_above_zero():
 
     from ddtree_bayes.engine.structure import tied_ratio_spread
 
-    draws = structured_engine_fit()
-    draws.meta["model"]["group_varies"] = {"pass": [False], "tree": [False]}
-    mean = math.log(0.004)
-    draws.variables["spec_tree_mean"] = np.full((4, 1), mean)
-    draws.variables["spec_tree_log_sd"] = np.full(4, 0.5)
-    draws.variables["spec_fixed_ratio"] = np.full((4, 1), 0.01)
+    draws = _tied_group_fit()
     z = np.random.default_rng(1).standard_normal(4)
     assert z[1] == pytest.approx(0.8216, abs=1e-4)
     assert 0.01 - (0.004 * math.exp(0.5 * z[1]) - 0.004) * 8 == pytest.approx(-0.0062, abs=1e-4)
@@ -427,12 +422,7 @@ def test_a_groups_truncation_point_is_computed_once_per_fit(monkeypatch):
 
     from ddtree_bayes.engine import structure
 
-    draws = structured_engine_fit()
-    draws.meta["model"]["group_varies"] = {"pass": [False], "tree": [False]}
-    mean = math.log(0.004)
-    draws.variables["spec_tree_mean"] = np.full((4, 1), mean)
-    draws.variables["spec_tree_log_sd"] = np.full(4, 0.5)
-    draws.variables["spec_fixed_ratio"] = np.full((4, 1), 0.01)
+    draws = _tied_group_fit()
     asked: list[np.ndarray] = []
     real_cdf = structure.normal.cdf
 
@@ -750,3 +740,14 @@ def test_the_zero_sum_effects_sigma_is_the_unconstrained_normals():
     x = pm.draw(pm.ZeroSumNormal.dist(sigma=1.0, shape=4), draws=100_000, random_seed=1)
     assert np.abs(x.sum(axis=1)).max() < 1e-12
     assert x.var(axis=0) == pytest.approx(np.full(4, 0.75), rel=0.02)
+
+
+def _tied_group_fit():
+    """The structured fit with its group tied (measured at one size): fixed ratio 0.01, mean
+    per-node ratio 0.004 (log sd 0.5)."""
+    draws = structured_engine_fit()
+    draws.meta["model"]["group_varies"] = {"pass": [False], "tree": [False]}
+    draws.variables["spec_tree_mean"] = np.full((4, 1), math.log(0.004))
+    draws.variables["spec_tree_log_sd"] = np.full(4, 0.5)
+    draws.variables["spec_fixed_ratio"] = np.full((4, 1), 0.01)
+    return draws
