@@ -453,6 +453,47 @@ def test_a_groups_truncation_point_is_computed_once_per_fit(monkeypatch):
     assert len(asked) == 6
 
 
+def test_a_memo_shared_between_fits_keeps_each_fits_own_truncation_point():
+    """The truncation point's memo is keyed by the content of z_max, not by the group's label,
+    so fits that share one memo (a transferred system's copy of the fit: Fit.view with the
+    fit's memo, common.with_transferred_system) never read another's: a view of the group at
+    fixed ratio 0.02 (z_max ln(1.625) / 0.5) asked first, through the shared memo, leaves the
+    fit's own at 0.01 (ln(1.3125) / 0.5), and each answer equals the memo-less one to the bit."""
+    from scipy.special import ndtr
+
+    from ddtree_bayes.engine import structure
+
+    draws = structured_engine_fit()
+    draws.meta["model"]["group_varies"] = {"pass": [False], "tree": [False]}
+    draws.variables["spec_tree_mean"] = np.full((4, 1), math.log(0.004))
+    draws.variables["spec_tree_log_sd"] = np.full(4, 0.5)
+    draws.variables["spec_fixed_ratio"] = np.full((4, 1), 0.01)
+    other = draws.view(variables={**draws.variables,
+                                  "spec_fixed_ratio": np.full((4, 1), 0.02)}, memo=draws.memo)
+    assert other.memo is draws.memo
+
+    def ask(fit):
+        return structure.tied_ratio_spread(fit, "b300x8/sglang/ddtree",
+                                           {"pass": 1.0, "tree": 32.0}, 8.0,
+                                           np.random.default_rng(1))
+
+    def cold(fit):   # (no memo: Phi(z_max) computed on the spot)
+        real = structure.fixed_cost_kept
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(structure, "fixed_cost_kept",
+                       lambda z, mu, sd, headroom, memo=None: real(z, mu, sd, headroom))
+            return ask(fit.view())
+
+    z = np.random.default_rng(1).standard_normal(4)
+    for fit, room in ((other, 1.625), (draws, 1.3125), (other, 1.625)):
+        extra = ask(fit)
+        np.testing.assert_array_equal(extra, cold(fit))
+        own = 0.004 + extra / (24 * 8.0)
+        assert ndtr(np.log(own / 0.004) / 0.5) == pytest.approx(
+            ndtr(z) * ndtr(math.log(room) / 0.5), abs=1e-9)
+    assert len(draws.memo["truncation_cdf"]) == 2
+
+
 def test_a_groups_fixed_cost_is_kept_where_its_rows_drafter_paid_more_per_pass(monkeypatch):
     """A group measured at one depth whose rows name a drafter card dearer per pass than the
     group's own (the public corpus's Kimi K2.6 Eagle3 on 8x RTX PRO 6000: rows 76-80 name

@@ -197,3 +197,24 @@ def test_predict_next_and_track_take_the_flag_and_echo_it(pm, tmp_path):
     code, out, err = run_cli(work, "diff", "latest", "latest")
     assert code == 0, err
     assert "b300 x8 sglang ddtree b16/B32 new deployment accept 14" in out
+
+
+def test_the_flagged_spec_is_the_groups_times_one_scatter_at_every_concurrency():
+    """By hand on the B300 point mass with the [transfer] system scatter 0.3: the flagged SPEC
+    is the group's measured SPEC, 8 ms x (0.05 fixed + 0.1 x one pass + 0.002 x C x 32 nodes),
+    times exp(0.3 z), one z per draw at every concurrency (the stream is the question's at
+    C = 1, whose first draws z are: no AMD effect between a group and itself, and a point
+    mass's group draws no own per-node cost), and native's is (1 - reduction 0.5) times it."""
+    draws = carried_point_mass(system_sd=0.3)
+    scatter = np.exp(0.3 * np.random.default_rng(5).standard_normal(8))
+    for c in (1, 8):
+        sc = dataclasses.replace(ask(draws), concurrency=c)
+        spec = P.step_components(draws, sc, np.random.default_rng(5), anchor=False)[0]["spec"]
+        np.testing.assert_allclose(spec, 8 * (0.05 + 0.1 + 0.002 * 32 * c) * scatter,
+                                   rtol=1e-12)
+        native = P.step_components(draws, dataclasses.replace(sc, engine="native"),
+                                   np.random.default_rng(5), anchor=False)
+        np.testing.assert_allclose(native[0]["spec"], 0.5 * spec, rtol=1e-12)
+        assert native[1].startswith("native = (1 - reduction) x sglang overhead; overhead of "
+                                    f"group {GROUP} carried to another deployment of it")
+
