@@ -218,3 +218,51 @@ def test_the_flagged_spec_is_the_groups_times_one_scatter_at_every_concurrency()
         assert native[1].startswith("native = (1 - reduction) x sglang overhead; overhead of "
                                     f"group {GROUP} carried to another deployment of it")
 
+
+def test_a_flagged_drafter_is_paid_at_the_groups_multiple_and_says_so(tmp_path, monkeypatch):
+    """--drafter NAME with --new-deployment: the carried group pays the card's roofline r1 at
+    the group's measured multiple of the fit's drafter roofline r0, as the unflagged answer
+    does (SPEC + 8 ms x 0.1 x (r1 / r0 - 1), times the same scatter: system scatter 0 here),
+    and the note says so as the unflagged one does (it was left out)."""
+    from ddtree_bayes.engine.scenario import with_drafter
+    from ddtree_bayes.engine.structure import pass_roofline
+    from test_engine_effects import KIMI_DDTREE, own_drafters, structured_engine_fit
+
+    draws = structured_engine_fit()
+    draws.variables["transfer_system_sd"] = np.zeros(draws.n_draws)
+    monkeypatch.chdir(tmp_path)
+    own_drafters(tmp_path, KIMI_DDTREE)
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+    sc = dataclasses.replace(sc, new_deployment=True)
+    mine = with_drafter(draws, sc, "my-kimi-ddtree")
+    r0, r1 = pass_roofline(draws, sc)[0], pass_roofline(draws, mine)[0]
+    base, _ = P.step_components(draws, sc, np.random.default_rng(0), anchor=False)
+    other, how = P.step_components(draws, mine, np.random.default_rng(0), anchor=False)
+    np.testing.assert_allclose(other["spec"] - base["spec"], 8.0 * 0.1 * (r1 / r0 - 1.0),
+                               rtol=1e-9)
+    assert "carried to another deployment of it" in how
+    assert (f"drafter my-kimi-ddtree: {r1:.3g} ms per pass at its roofline against {r0:.3g} ms "
+            "for the drafter the fit priced, at the group's measured multiple") in how
+
+
+def test_explain_says_where_a_flagged_groups_costs_past_its_rows_come_from():
+    """--explain of a flagged answer at budget 32 (32 nodes; the group measured 8): the carried
+    group pays the nodes past its rows at the population's per-node cost, as the unflagged
+    answer's words say (they were left out of the flagged one's)."""
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    draws = carried_point_mass(system_sd=0.3)
+    past = ("(at most 8 tree nodes a step; 32 here: the cost of the rest is the population's "
+            "per-node cost")
+    words = {}
+    for flag in (False, True):
+        q = resolve(draws, Flags(hardware="b300", engines=("sglang",), block=16, budget=32,
+                                 accept="14", new_deployment=flag))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            (row,) = P.predict_rows(draws, q, explain=True)
+        words[flag] = {t["term"]: t for t in row["explain"]["terms"]}["speculative overhead"]
+    assert words[False]["from"].startswith(f"fitted to its group's rows {past}")
+    assert words[True]["from"].startswith(f"its group's rows {past}")
+    assert "carried to another deployment of it (--new-deployment)" in words[True]["from"]
+

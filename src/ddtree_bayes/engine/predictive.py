@@ -930,6 +930,10 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
             + recurrent_note(draws, sc, engine))
     if not measured:   # (--new-deployment's group stays measured: no AMD effect between)
         how += amd_note(draws, sc, engine, carried[1] if carried is not None else None)
+    if fresh and sc.drafter is not None:   # (carried_spec_ms: at the group's measured multiple)
+        how += drafter_note(sc.drafter.drafter,
+                            *(pass_roofline(draws, s)[0]
+                              for s in (sc, dataclasses.replace(sc, drafter=None))))
     if carried is not None:
         spec = carried_spec_ms(draws, sc, carried, passes, nodes, scale, rng, spread)
         return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd,
@@ -950,9 +954,7 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
             new, old = (pass_roofline(draws, s)[0] for s in (sc, dataclasses.replace(sc, drafter=None)))
             pass_factor = new / old
             per_pass = per_pass * pass_factor
-            how += (f"; drafter {sc.drafter.drafter}: {new:.3g} ms per pass at its roofline "
-                    f"against {old:.3g} ms for the drafter the fit priced, at the group's "
-                    "measured multiple")
+            how += drafter_note(sc.drafter.drafter, new, old)
         elif sc.drafter is not None:
             how += (f"; drafter {sc.drafter.drafter}: {pass_roofline(draws, sc)[0]:.3g} ms per "
                     "pass at its roofline")
@@ -975,6 +977,19 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         frac = 1.0 / (1.0 + np.exp(-logit))
     step = S.step_ms(target, frac, scale)
     return {**parts, "spec": step - target, "step": step, "log_sd": log_sd}, how
+
+
+def drafter_note(name: str, new: float, old: float) -> str:
+    """The answer's note on ``--drafter NAME`` for a group the fit measured (its own rows, or
+    carried to another deployment of it by ``--new-deployment``): ``new`` ms per pass at the
+    card's roofline against ``old`` for the drafter the fit priced, paid at the group's
+    measured multiple.
+
+    >>> drafter_note("my-kimi-ddtree", 0.6291, 0.3215)[2:59]
+    'drafter my-kimi-ddtree: 0.629 ms per pass at its roofline'
+    """
+    return (f"; drafter {name}: {new:.3g} ms per pass at its roofline against {old:.3g} ms "
+            "for the drafter the fit priced, at the group's measured multiple")
 
 
 def new_deployment_note(label: str, spread: np.ndarray | None, engine: str) -> str:
@@ -1509,10 +1524,11 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
         population = population_from({row_pair(fit, r) for r in fit_rows(fit)
                                       if r.is_speculative}, sc.pair)
         overhead = overhead_from(how, relation, relation_rows, population)
-        if overhead.startswith("fitted to its group's rows"):
-            overhead = overhead.replace(
-                "fitted to its group's rows",
-                "fitted to its group's rows" + _past_group(fit, sc, population), 1)
+        # (--new-deployment carries the group's costs past its rows as predict's own do)
+        for words in ("fitted to its group's rows", "its group's rows carried to another"):
+            if overhead.startswith(words):
+                overhead = overhead.replace(
+                    "its group's rows", "its group's rows" + _past_group(fit, sc, population), 1)
     # (a dense card has no experts for the growth past the measured M to come from; a fit
     # storing no card for the model - a proxy's - keeps the general words)
     card = stored_card(fit.meta["model"], sc.model)
