@@ -266,3 +266,36 @@ def test_explain_says_where_a_flagged_groups_costs_past_its_rows_come_from():
     assert words[True]["from"].startswith(f"its group's rows {past}")
     assert "carried to another deployment of it (--new-deployment)" in words[True]["from"]
 
+
+def test_next_names_the_flagged_querys_candidate_as_the_fits_deployment(pm, tmp_path):
+    """next --query "... --new-deployment": the candidate at the query's configuration is a
+    row of the deployment the fit measured (b300 x8), which the flagged answer is never
+    anchored to: it was called "the query itself", whose run (of the user's deployment,
+    under a GPU name of its own, refitted) would anchor the query instead. Its why says so and
+    the query_itself note, at any rank, says what measuring the query's own deployment takes;
+    the unflagged query's candidate stays "the query itself" and its note null."""
+    from ddtree_bayes.cli.decisions import query_itself
+
+    work = shutil.copytree(pm, tmp_path / "w")
+    q = "--hardware b300 --engine sglang --method ddtree --block 16 --budget 32 --accept 14"
+    outs = {}
+    for flag in ("", " --new-deployment"):
+        code, out, err = run_cli(work, "next", "--k", "2", "--format", "json", "--query",
+                                 q + flag)
+        assert code == 0, err
+        outs[flag] = json.loads(out)
+        validate_output("next", outs[flag])
+    whys = {flag: [r["why"] for r in out["rows"] if r["budget"] == 32 and r["hardware"] == "b300"
+                   and r["engine"] == "sglang"] for flag, out in outs.items()}
+    assert whys[""] == ["the query itself"]
+    assert whys[" --new-deployment"] == [
+        "the query's configuration, on the fit's deployment (not yours: --new-deployment)"]
+    assert outs[""]["query_itself"] is None
+    itself = outs[" --new-deployment"]["query_itself"]
+    assert itself == query_itself(outs[" --new-deployment"])
+    assert itself["candidates"] == len(outs[" --new-deployment"]["rows"])
+    assert itself["note"].startswith("--new-deployment: the query's own deployment is no "
+                                     f"candidate; its configuration (ranked {itself['rank']} of")
+    assert "`ddtree-bayes hardware add NAME --like b300 --source TEXT`" in itself["note"]
+    code, out, _ = run_cli(work, "next", "--k", "2", "--query", q + " --new-deployment")
+    assert itself["note"] + "." in out

@@ -342,7 +342,9 @@ def query_itself(out: dict) -> dict | None:
     where the refit anchors the query to its new row (on the bundled fit the query at C = 4
     ranked fourth, E[90% width] 290, while add + update + predict at its median gave a width
     of 64). ``{"rank", "candidates", "note"}`` (the JSON's ``query_itself``; the table prints
-    the note); None when no row is the query's, or it ranks first, or needs no refit."""
+    the note); None when no row is the query's, or it ranks first, or needs no refit. A
+    ``--new-deployment`` query, never anchored to its group's rows, always has a note
+    (:func:`new_deployment_itself`; ``rank`` None when its configuration is not ranked)."""
     q = out["query"]
 
     def config(row: dict) -> tuple:
@@ -350,15 +352,42 @@ def query_itself(out: dict) -> dict | None:
 
     rank = next((i for i, r in enumerate(out["rows"], start=1)
                  if config(r) == config(q)), None)
+    of = len(out["rows"])
+    if "carried to another deployment of it" in q.get("overhead_from", ""):   # (--new-deployment)
+        return {"rank": rank, "candidates": of, "note": new_deployment_itself(q, rank, of)}
     if rank is None or rank == 1 or not out["rows"][rank - 1]["refit_needed"]:
         return None
-    of = len(out["rows"])
     return {"rank": rank, "candidates": of, "note": (
         f"the query itself ranks {rank} of {of} by E[width]: `update` would "
         "refit for it, and the refit anchors the query's answer to its own new row (as "
         "predict anchors any measured configuration), which E[width], reweighting today's "
         "draws, cannot show: measured, it may narrow the query more than the candidates "
         "above it")}
+
+
+def new_deployment_itself(q: dict, rank: int | None, of: int) -> str:
+    """:func:`query_itself`'s note for a ``--new-deployment`` query (JSON ``query``
+    ``q``): the candidate at its configuration (``rank`` of ``of``; None: not ranked) is a row
+    of the deployment the fit measured, so its E[width] keeps the prior-driven scatter between
+    deployments that the query is answered with; a row of the query's own deployment, under a
+    GPU name of its own and refitted, anchors the query instead (predict anchors any measured
+    configuration), which E[width] cannot show.
+
+    >>> print(new_deployment_itself({"hardware": "b300"}, 1, 8))
+    --new-deployment: the query's own deployment is no candidate; its configuration (ranked 1 \
+of 8) is measured on the deployment the fit measured, which narrows the group's costs, not the \
+prior-driven scatter between deployments the query keeps. A run of your deployment anchors the \
+query instead, which E[width] cannot show: `ddtree-bayes hardware add NAME --like b300 --source \
+TEXT`, add the row under NAME, refit, and ask about NAME without --new-deployment
+    """
+    ranked = "not ranked" if rank is None else f"ranked {rank} of {of}"
+    return ("--new-deployment: the query's own deployment is no candidate; its configuration "
+            f"({ranked}) is measured on the deployment the fit measured, which narrows the "
+            "group's costs, not the prior-driven scatter between deployments the query keeps. "
+            "A run of your deployment anchors the query instead, which E[width] cannot show: "
+            f"`ddtree-bayes hardware add NAME --like {q['hardware']} --source TEXT`, add the row "
+            "under NAME, "
+            "refit, and ask about NAME without --new-deployment")
 
 
 def query_itself_note(out: dict) -> str | None:

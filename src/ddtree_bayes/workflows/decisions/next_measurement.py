@@ -52,7 +52,7 @@ from ddtree_bayes.engine.question import (
     resolve,
 )
 from ddtree_bayes.engine.scenario import drafter_cards
-from ddtree_bayes.engine.structure import pass_drafter, run_sd
+from ddtree_bayes.engine.structure import new_deployment_group, pass_drafter, run_sd
 from ddtree_bayes.engine.target_models import resolve_model, row_pair
 from ddtree_bayes.workflows.decisions.common import (
     CANDIDATE_AR_CONCURRENCIES,
@@ -76,6 +76,12 @@ class _QueryParser(argparse.ArgumentParser):
 
 #: Standard errors within which a candidate's reduction is Monte Carlo noise.
 MC_ERRORS = 2.0
+
+
+#: How ``next`` names the candidate at a ``--new-deployment`` query's configuration: a row of
+#: the deployment the fit measured, not of the one the query asks about (cli/decisions.py
+#: ``query_itself`` says what measuring that one takes).
+NEW_DEPLOYMENT_WHY = "on the fit's deployment (not yours: --new-deployment)"
 
 
 @functools.cache
@@ -450,9 +456,14 @@ def default_candidates(draws: Fit, query: Query,
             "budget": q.budget, "context_tokens": q.context_tokens}
     # (a candidate drafts with the model's default drafter: a query naming another is
     # measured at its configuration with the default one, whose step it shares)
-    add("the query itself" if q.drafter_named is None else
-        f"the query's configuration, with the default drafter (not {q.drafter_named})",
-        q_accept, engine=q.engine, **same)
+    itself = ("the query itself" if q.drafter_named is None else
+              f"the query's configuration, with the default drafter (not {q.drafter_named})")
+    if new_deployment_group(draws, q) is not None:
+        # (--new-deployment: the query asks another deployment of the group; this candidate
+        # is a row of the deployment the fit measured, which leaves the scatter between them)
+        itself = (itself.replace("the query itself", "the query's configuration")
+                  + f", {NEW_DEPLOYMENT_WHY}")
+    add(itself, q_accept, engine=q.engine, **same)
     bases = draws.meta["model"]["relation_bases"]
     others = [*engines.get(q.pair, []), *bases, *bases.values()]
     for e in dict.fromkeys(others):
