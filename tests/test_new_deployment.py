@@ -299,3 +299,99 @@ def test_next_names_the_flagged_querys_candidate_as_the_fits_deployment(pm, tmp_
     assert "`ddtree-bayes hardware add NAME --like b300 --source TEXT`" in itself["note"]
     code, out, _ = run_cli(work, "next", "--k", "2", "--query", q + " --new-deployment")
     assert itself["note"] + "." in out
+
+
+def varied_point_mass(system_sd: float):
+    """:func:`carried_point_mass` whose group measured one number of tree nodes (8: its
+    budget-8 row), so a question at other nodes draws the group's own per-node cost from the
+    stream (engine/structure.py ``tied_ratio_spread``), with that cost's spread 0: the
+    population's per-node ratio exp(log 0.002) = 0.002 whatever z is drawn for it."""
+    draws = carried_point_mass(system_sd=system_sd)
+    draws.meta["model"]["group_varies"] = {"pass": [False], "tree": [False]}
+    draws.variables.update(spec_tree_log_mu=np.full(draws.n_draws, math.log(0.002)),
+                           spec_tree_log_sd=np.zeros(draws.n_draws),
+                           spec_pass_log_mu=np.full(draws.n_draws, math.log(0.1)),
+                           spec_pass_log_sd=np.zeros(draws.n_draws))
+    return draws
+
+
+def test_optimize_prices_every_budget_with_one_deployment_scatter_per_draw():
+    """optimize --new-deployment on the B300 point mass, system scatter 0.3, budgets 8 and 32:
+    each budget's SPEC is the group's measured one, 8 ms x (0.05 + 0.1 + 0.002 x B), times
+    exp(0.3 z) with ONE z per draw for every budget (the first draws of the group's stream,
+    workflows/decisions/common.group_rng): budget 32 draws the group's own per-node cost
+    first (its nodes differ from the measured 8; budget 8's do not), which gave budget 32
+    the next z, an independent scatter per budget. Its expected tok/s is then, by hand,
+    mean(accept(B) x 1000 / (target step(B) + SPEC(B)))."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.workflows import decisions as D
+    from ddtree_bayes.workflows.decisions.acceptance_curve import curve_accept, sample_curve
+    from ddtree_bayes.workflows.decisions.common import group_rng
+
+    draws = varied_point_mass(0.3)
+    curve = parse_acceptance_curve(draws.priors_toml)
+    seed, budgets = 11, (8, 32)
+    out = D.optimize(draws, curve, hardware="b300", engine="sglang", budgets=budgets,
+                     seed=seed, new_deployment=True)
+    assert out["scenario"]["new_deployment"] is True
+    n = draws.n_draws
+    scatter = np.exp(0.3 * group_rng(seed, GROUP).standard_normal(n))
+    cd = sample_curve(curve, n, np.random.default_rng([seed, 7]))
+    accept = curve_accept(budgets, cd.accept_ref, cd.gain, cd.decay,
+                          reference_budget=curve.reference_budget,
+                          limits=np.array([16, 16]))
+    for j, b in enumerate(budgets):
+        sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                method="ddtree", block=curve.block, budget=b,
+                                verify_tokens=None, context_tokens=0.0)
+        plain = P.step_components(draws, sc, np.random.default_rng(0), anchor=False)[0]
+        target = plain["step"] - plain["spec"]
+        step = target + 8 * (0.05 + 0.1 + 0.002 * b) * scatter
+        row = out["rows"][j]
+        assert row["budget"] == b
+        assert row["step_ms"] == pytest.approx(float(np.median(step)), rel=1e-9)
+        assert row["tok_s_mean"] == pytest.approx(float(np.mean(accept[:, j] * 1000 / step)),
+                                                  rel=1e-9)
+
+
+def test_optimize_with_no_scatter_recommends_the_unflagged_budget():
+    """With the system scatter 0 and no anchor discrepancy (structure_sd 0) the flagged
+    steps are the unflagged ones, so each budget's expected tok/s and the recommended budget
+    are the same with and without --new-deployment."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.workflows import decisions as D
+
+    draws = varied_point_mass(0.0)
+    draws.variables.update(structure_sd=np.zeros(draws.n_draws),
+                           noise_sd=np.full(draws.n_draws, 1e-12))
+    curve = parse_acceptance_curve(draws.priors_toml)
+    kw = dict(hardware="b300", engine="sglang", budgets=(4, 8, 16, 32, 64, 128), seed=3)
+    with np.errstate(invalid="ignore", divide="ignore"):   # (the anchor's 0 / 0 discrepancy)
+        flagged = D.optimize(draws, curve, new_deployment=True, **kw)
+        plain = D.optimize(draws, curve, **kw)
+    assert flagged["recommended"] == plain["recommended"]
+    np.testing.assert_allclose([r["tok_s_mean"] for r in flagged["rows"]],
+                               [r["tok_s_mean"] for r in plain["rows"]], rtol=1e-9)
+    assert "new_deployment" not in plain["scenario"]
+
+
+def test_optimize_takes_the_flag_says_it_and_echoes_it(pm, tmp_path):
+    """optimize --new-deployment: exit 0 (it was "unrecognized arguments", exit 2), the table's
+    question line says "new deployment", the JSON's scenario echoes it (schema-valid), and on
+    a group the fit did not measure (H200) one warning says the flag changes nothing."""
+    work = shutil.copytree(pm, tmp_path / "w")
+    q = ["--hardware", "b300", "--engine", "sglang", "--budgets", "8,32"]
+    code, out, err = run_cli(work, "optimize", *q, "--new-deployment")
+    assert code == 0, err
+    assert "; new deployment (--new-deployment)" in out
+    code, out, err = run_cli(work, "optimize", *q, "--new-deployment", "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    validate_output("optimize", got)
+    assert got["scenario"]["new_deployment"] is True
+    assert f"overhead of group {GROUP} carried to another deployment of it" in got["overhead_from"]
+    code, out, err = run_cli(work, "optimize", "--hardware", "h200", "--engine", "sglang",
+                             "--budgets", "8,32", "--new-deployment", "--format", "json")
+    assert code == 0, err
+    said = [w for w in json.loads(out)["warnings"] if w.startswith("--new-deployment changes")]
+    assert len(said) == 1 and "the fit did not measure group h200x8/sglang/ddtree" in said[0]

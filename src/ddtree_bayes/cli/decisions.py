@@ -78,7 +78,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
                      prob=args.prob, seed=args.seed, model=args.model,
-                     concurrency=args.concurrency, kv_cache=args.kv_cache)
+                     concurrency=args.concurrency, kv_cache=args.kv_cache,
+                     new_deployment=bool(args.new_deployment))
     # (the question's warnings once it is answered: an error in it or in --acceptance-file is
     # one line, not a warning of a question that is then refused)
     print_warnings(pending, warned)
@@ -113,7 +114,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
              if sc.get("concurrency", 1) != 1 else "")
           + (f"; KV cache {sc['kv_cache']}" if "kv_cache" in sc else "")
           + (f"; drafter {sc['drafter']} (the acceptance file's rows name it)"
-             if "drafter" in sc else ""))
+             if "drafter" in sc else "")
+          + ("; new deployment (--new-deployment)" if sc.get("new_deployment") else ""))
     print(f"acceptance curve: {c['source']}")
     print(f"  accept(B) = {c['formula']}")
     for part in c["priors"].split(", gain"):
@@ -436,7 +438,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
     from ddtree_bayes.cli import args as A
-    from ddtree_bayes.core.query_flags import CONTEXT_HELP, MODEL_HELP, add_kv_cache_argument
+    from ddtree_bayes.core.query_flags import (
+        CONTEXT_HELP,
+        MODEL_HELP,
+        add_kv_cache_argument,
+        add_new_deployment_argument,
+    )
 
     o = sub.add_parser(
         "optimize", help="the tree budget with the highest expected tok/s",
@@ -475,6 +482,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "default_context_tokens, 0 as bundled)")
     add_kv_cache_argument(o, capped="each budget's tok/s and autoregressive decoding's, "
                                     "which optimize compares")
+    add_new_deployment_argument(o)
     o.add_argument("--acceptance-file", metavar="FILE.csv",
                    help="update the curve from measured acceptance (columns of "
                         "data/acceptance_reference.csv; rows of --method and --block, one "

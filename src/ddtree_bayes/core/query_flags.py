@@ -110,7 +110,8 @@ NEW_DEPLOYMENT_HELP = (
 
 
 def add_new_deployment_argument(p: argparse.ArgumentParser) -> None:
-    """--new-deployment (predict, next's --query, track): :data:`NEW_DEPLOYMENT_HELP`."""
+    """--new-deployment (predict, optimize, next's --query, track):
+    :data:`NEW_DEPLOYMENT_HELP`."""
     p.add_argument("--new-deployment", action="store_true", default=None,
                    help=NEW_DEPLOYMENT_HELP)
 

@@ -695,15 +695,20 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int, str 
                                                  - amd_log_effect(draws, ref_hw, engine, rng))
     spec = scale * ref_step * ((v["spec_fixed_ratio"][:, g] + v["spec_pass_ratio"][:, g] * roof
                                 * passes) * amd + v["spec_tree_ratio"][:, g] * nodes)
+    # the deployment scatter's z before the group's own per-pass (per-node) cost, whose z is
+    # drawn only where the passes (nodes) differ from the measured ones: drawn after it, the
+    # scatter of a budget at the measured nodes and of one past them were two z's, and
+    # optimize ranked the budgets of one deployment on independent scatters
+    scatter = transfer_draw(draws, "system_sd", rng)   # (as the transferred step draws it)
+    if spread is not None:
+        scatter = np.hypot(scatter, spread)
+    z = rng.standard_normal(n)
     # (C = 1's nodes decide what it draws: the same at every C, tied_ratio_spread)
     spec = np.maximum(spec + tied_ratio_spread(draws, label, {"pass": passes, "tree": nodes},
                                                ref_step * scale, rng, roof * amd,
                                                {"pass": passes, "tree": nodes / sc.concurrency}),
                       0.0)
-    scatter = transfer_draw(draws, "system_sd", rng)   # (as the transferred step draws it)
-    if spread is not None:
-        scatter = np.hypot(scatter, spread)
-    return spec * np.exp(scatter * rng.standard_normal(n))
+    return spec * np.exp(scatter * z)
 
 
 def new_deployment_group(draws: Fit, sc: Scenario) -> str | None:

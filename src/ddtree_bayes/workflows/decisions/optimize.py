@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,7 @@ from ddtree_bayes.engine.structure import (
     amd_overhead_warning,
     beyond_measured_note,
     fit_rows,
+    new_deployment_warning,
 )
 from ddtree_bayes.engine.target_models import resolve_model, row_pair
 from ddtree_bayes.engine.transfer import rows_behind
@@ -296,7 +298,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
              block: int | None = None, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
              context_tokens: float | str | None = None, acceptance_file: str | Path | None = None,
              prob: float = 0.9, seed: int = DEFAULT_SEED, model: str | None = None,
-             concurrency: int = 1, kv_cache: str | None = None) -> dict:
+             concurrency: int = 1, kv_cache: str | None = None,
+             new_deployment: bool = False) -> dict:
     """The tree budget with the highest expected tok/s, and per-budget decision numbers
     (``model``: the target model, required when the fit holds several). Without ``hardware``
     or ``engine``, the fit's default scenario's (:func:`P.default_scenario`) system and first
@@ -312,7 +315,11 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     as predict's): each budget's tok/s and autoregressive decoding's are capped at the read of
     the weights and the caches at it (:func:`~ddtree_bayes.engine.ceiling.step_rate`; default:
     the least read, a 4.5-bit cache), and the memory check counts the cache at it (default:
-    the card's bytes); the scenario says it when given. Returns a dict with ``rows`` (one per
+    the card's bytes); the scenario says it when given. ``new_deployment`` (``--new-deployment``,
+    as predict's): every budget priced as another deployment of the measured group
+    (:func:`~ddtree_bayes.engine.structure.new_deployment_group`), all with one deployment
+    scatter per draw (the group's stream, :func:`~.common.group_rng`); the scenario says it
+    when given, and a warning when it changes nothing. Returns a dict with ``rows`` (one per
     budget: tok/s mean, median and ``prob`` interval, acceptance and step time medians,
     ``p_best``, ``regret``; ``extrapolated`` when C x M exceeds the most tokens per step
     measured on the system (on a system without rows, on the one its step is transferred
@@ -377,6 +384,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                                     concurrency=concurrency, kv_cache=kv_cache,
                                     drafter=named, default_only=OPTIMIZE_DRAFTER)
                  for b in budgets]
+    if new_deployment:   # (as the question's flag: engine/question.py)
+        scenarios = [replace(b_sc, new_deployment=True) for b_sc in scenarios]
     if any(sc.verify_tokens != b + 1 for sc, b in zip(scenarios, budgets, strict=True)):
         raise QueryError(f"{method} is not a tree method: its verify tokens do not follow "
                          "the budget", fix="use --method ddtree")
@@ -455,7 +464,9 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     sc = scenarios[0]
     # a tree no drafter card serves for the model and the fit never measured: predict warns
     # it and next leaves it out; a recommended budget of it prices a drafter nobody has
+    unchanged = new_deployment_warning(draws, sc)   # (the flag changes nothing: said)
     notes = [*drafter_gap_warnings(draws, [(sc.model, sc.method)], drafter=drafter), *unpriced,
+             *([] if unchanged is None else [unchanged]),
              *context_notes, *verify_context_warnings(draws, scenarios[-1]),
              *concurrency_notes(draws, sc, concurrency,
                                 {b: b_sc.verify_tokens
@@ -486,7 +497,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                          "system": sc.pair, **({"model": sc.model} if sc.multi else {}),
                          **({"concurrency": concurrency} if concurrency != 1 else {}),
                          **({"drafter": drafter} if drafter is not None else {}),
-                         **({"kv_cache": kv_cache} if kv_cache is not None else {})},
+                         **({"kv_cache": kv_cache} if kv_cache is not None else {}),
+                         **({"new_deployment": True} if new_deployment else {})},
             "interval_prob": prob,
             "curve": {"formula": "min(accept_max(B), accept_ref + gain * (1 - decay**d) / "
                                  "(1 - decay)), d = log2(B / reference_budget)",
