@@ -28,7 +28,12 @@ from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.methods import max_accept
 from ddtree_bayes.core.paths import bundled
 from test_add_intake import workdir
-from test_cli_support import listing, make_point_mass_workdir, run_cli
+from test_cli_support import (
+    listing,
+    make_point_mass_workdir,
+    run_cli,
+    write_point_mass_fit,
+)
 
 pytestmark = pytest.mark.fast
 
@@ -652,3 +657,50 @@ def test_the_default_drafter_a_note_names_is_the_one_the_answer_is_priced_with()
     assert "yuhuili" not in note
     file_note = unpriced_drafter_note(d, sc, "someone/else", "acc.csv")
     assert "a generic eagle3 drafter" in file_note and "yuhuili" not in file_note, file_note
+
+
+def test_predict_names_the_fits_stored_card_when_the_cards_block_was_edited(tmp_path):
+    """A fit that stored kimi-k2.6's DDTree drafter card at block_size 8, and data/drafters.csv
+    edited since to block_size 4: a question without a block whose measured acceptance (a row
+    of budget 32 and no block, accept_len 6) is above the 4 tokens a block-4 drafter emits
+    was refused with "(fix: tokens per step lie in 1 .. 4 ...)", which no flag of the user's
+    can meet and which did not say that the fit stored the block-8 card. The line names both
+    cards' blocks and the two ways out (fit again with the edited card, or restore it): one
+    line, exit 2, nothing written."""
+    from ddtree_bayes.core.drafters import card_dict
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    own = KIMI_B8.replace("my/kimi-dflash-b8,", "my/kimi-dflash,")
+    (tmp_path / "c.csv").write_text(own)
+    row = "kimi-k2.6,b300,8,sglang,ddtree,,32,33,6,,310,a row of no block,\n"
+    draws = point_mass_draws(n=16, noise_sd=0.05)   # (next refuses a noiseless fit)
+    draws = dataclasses.replace(draws, data_csv=draws.data_csv + row, memo={})
+    draws.meta["model"]["drafter_cards"] = [card_dict(load_drafter_cards(tmp_path / "c.csv")[0])]
+    root = make_point_mass_workdir(tmp_path / "w", draws=draws)
+    data = root / "data" / "measurements.csv"
+    data.write_text(data.read_text() + row)
+    write_point_mass_fit(root / "models", data, root / "models" / "priors.toml",
+                         root / "data" / "hardware.csv", draws=draws)
+    (root / "data" / "drafters.csv").write_text(own.replace(",8\n", ",4\n"))
+    before = listing(root)
+    code, out, err = run_cli(root, "predict", "--engine", "sglang", "--method", "ddtree",
+                             "--budget", "32", "--verify-tokens", "33")
+    assert (code, out, err.count("\n")) == (2, "", 1), err
+    assert err == (
+        "ddtree-bayes: error: acceptance 6 measured (1 row) of b300 x8, sglang, ddtree, "
+        "budget 32, verify 33, context 0: it is above what ddtree with a drafter trained at "
+        "block 4 can emit (at most 4 tokens per step: the trained block - 1 drafts + 1); fit "
+        "20260101T000000Z-pointmss stored kimi-k2.6's ddtree drafter my/kimi-dflash at "
+        "block_size 8, and data/drafters.csv gives it block_size 4 (fix: re-run `ddtree-bayes "
+        "fit` to fit with the edited card, or restore block_size 8 in data/drafters.csv to "
+        "answer from this fit)\n"), err
+    assert listing(root) == before
+    # next's --query, as predict's (its own prefix)
+    code, out, err = run_cli(root, "next", "--query", "--engine sglang --method ddtree "
+                             "--budget 32 --verify-tokens 33")
+    assert (code, out, err.count("\n")) == (2, "", 1), err
+    assert err.startswith("ddtree-bayes: error: --query: acceptance 6 measured (1 row)"), err
+    assert err.endswith("data/drafters.csv gives it block_size 4 (fix: re-run `ddtree-bayes fit` "
+                        "to fit with the edited card, or restore block_size 8 in "
+                        "data/drafters.csv to answer from this fit)\n"), err
+    assert listing(root) == before

@@ -522,6 +522,35 @@ def stored_card_note(draws: Fit, name: str) -> str:
             "data/drafters.csv's differs: re-run `ddtree-bayes fit` to fit with it")
 
 
+def edited_block(draws: Fit, sc: Scenario) -> tuple[str, str] | None:
+    """(what to add to a refusal of an acceptance above what ``sc``'s step can emit, its fix)
+    when the bound is the drafter's trained block and the card here (built in, overlaid by
+    ``data/drafters.csv``: :func:`drafter_cards`) gives that drafter another ``block_size``
+    than the card the fit stored; else None. The stored card's block is not read (the one
+    here bounds every question: a fit compares cards without it), so a card edited from 16 to
+    8 after a fit refused the fit's own acceptance of 10 with "tokens per step lie in 1 .. 8",
+    which no flag meets, and without a word of the block-16 card the fit stored."""
+    from ddtree_bayes.core.drafters import trained_block
+
+    target = priced_target(draws, sc.model)
+    if not sc.limit.rule.startswith("the trained block") or target is None:
+        return None
+    name = None if sc.drafter is None else sc.drafter.drafter
+    here = trained_block(drafter_cards(draws), target, sc.method, name)
+    if here is None:
+        return None
+    block, card = here
+    stored = next((d.get("block_size") for d in draws.meta["model"].get("drafter_cards", ())
+                   if d.get("drafter") == card.drafter), None)
+    if stored is None or stored == block:
+        return None
+    return (f"; fit {draws.meta['fit_id']} stored {target}'s {sc.method} drafter "
+            f"{card.drafter} at block_size {stored}, and data/drafters.csv gives it block_size "
+            f"{block}",
+            "re-run `ddtree-bayes fit` to fit with the edited card, or restore block_size "
+            f"{stored} in data/drafters.csv to answer from this fit")
+
+
 def _bears(model: str, method: str, target: str, methods: set[str]) -> bool:
     """Does a drafter card for ``target`` serving ``methods`` price ``model``'s ``method``
     passes (the target's own name, or the base of a deployment card named

@@ -51,7 +51,7 @@ from ddtree_bayes.engine.question import (
     question_default,
     resolve,
 )
-from ddtree_bayes.engine.scenario import drafter_cards
+from ddtree_bayes.engine.scenario import drafter_cards, edited_block
 from ddtree_bayes.engine.structure import new_deployment_group, pass_drafter, run_sd
 from ddtree_bayes.engine.target_models import resolve_model, row_pair
 from ddtree_bayes.workflows.decisions.common import (
@@ -180,9 +180,11 @@ def query_acceptance(draws: Fit, query: Query, rng: np.random.Generator
     a, _ = P.acceptance_draws(draws, source, rng)
     label = source.label
     why = sc.limit.out_of_range(float(np.min(a)), float(np.max(a)))   # (as predict's)
-    if why is not None:
-        raise QueryError(f"--query: acceptance {label} of {sc.describe()}: {why}",
-                         fix=sc.limit.span())
+    if why is not None:   # (a drafter card edited since the fit: said, as predict says it)
+        edited = edited_block(draws, sc)
+        raise QueryError(f"--query: acceptance {label} of {sc.describe()}: {why}"
+                         + ("" if edited is None else edited[0]),
+                         fix=sc.limit.span() if edited is None else edited[1])
     return a, label
 
 
