@@ -50,10 +50,10 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     accept_limit,
     acceptance_prior,
     check_accept,
+    check_acceptance_range,
     check_fit,
     drafter_asked,
     drafter_gap_warnings,
-    edited_block,
     latent_acceptance,
     measured_acceptance,
     parse_accept,
@@ -1315,12 +1315,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
         original = seed_rows(seed_table, sc) if sc.concurrency == 1 else []
         for source in asked.accept:
             a, dist = acceptance_draws(fit, source, keyed_rng(seed, repr(source)), mixture)
-            why = sc.limit.out_of_range(float(np.min(a)), float(np.max(a)))   # (ar: 1 .. 1)
-            if why is not None:   # (a drafter card edited since the fit: said, and its fix)
-                edited = edited_block(fit, sc)
-                raise QueryError(f"acceptance {source.label} of {sc.describe()}: {why}"
-                                 + ("" if edited is None else edited[0]),
-                                 fix=sc.limit.span() if edited is None else edited[1])
+            check_acceptance_range(fit, sc, a, f"acceptance {source.label}")
             a_mean = (source.value if source.value is not None
                       else sum(source.uniform) / 2 if source.uniform is not None
                       else float(np.mean(a)))   # (the original estimate's acceptance)

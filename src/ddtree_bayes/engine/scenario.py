@@ -522,6 +522,19 @@ def stored_card_note(draws: Fit, name: str) -> str:
             "data/drafters.csv's differs: re-run `ddtree-bayes fit` to fit with it")
 
 
+def check_acceptance_range(draws: Fit, sc: Scenario, a: np.ndarray, what: str) -> None:
+    """Refuse acceptance draws ``a`` (``what``: how the refusal names them, e.g. "acceptance
+    14") outside what ``sc``'s step can emit (:attr:`Scenario.limit`), one QueryError for
+    predict and next's ``--query`` alike; when the bound is a drafter card edited since the
+    fit, the refusal says so and gives that fix (:func:`edited_block`)."""
+    why = sc.limit.out_of_range(float(np.min(a)), float(np.max(a)))   # (ar: 1 .. 1)
+    if why is None:
+        return
+    edited = edited_block(draws, sc)
+    raise QueryError(f"{what} of {sc.describe()}: {why}" + ("" if edited is None else edited[0]),
+                     fix=sc.limit.span() if edited is None else edited[1])
+
+
 def edited_block(draws: Fit, sc: Scenario) -> tuple[str, str] | None:
     """(what to add to a refusal of an acceptance above what ``sc``'s step can emit, its fix)
     when the bound is the drafter's trained block and the card here (built in, overlaid by

@@ -51,7 +51,7 @@ from ddtree_bayes.engine.question import (
     question_default,
     resolve,
 )
-from ddtree_bayes.engine.scenario import drafter_cards, edited_block
+from ddtree_bayes.engine.scenario import check_acceptance_range, drafter_cards
 from ddtree_bayes.engine.structure import new_deployment_group, pass_drafter, run_sd
 from ddtree_bayes.engine.target_models import resolve_model, row_pair
 from ddtree_bayes.workflows.decisions.common import (
@@ -179,12 +179,7 @@ def query_acceptance(draws: Fit, query: Query, rng: np.random.Generator
         raise QueryError("--query: no acceptance", fix="add --accept to the query")
     a, _ = P.acceptance_draws(draws, source, rng)
     label = source.label
-    why = sc.limit.out_of_range(float(np.min(a)), float(np.max(a)))   # (as predict's)
-    if why is not None:   # (a drafter card edited since the fit: said, as predict says it)
-        edited = edited_block(draws, sc)
-        raise QueryError(f"--query: acceptance {label} of {sc.describe()}: {why}"
-                         + ("" if edited is None else edited[0]),
-                         fix=sc.limit.span() if edited is None else edited[1])
+    check_acceptance_range(draws, sc, a, f"--query: acceptance {label}")   # (as predict's)
     return a, label
 
 
