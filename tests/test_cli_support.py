@@ -154,6 +154,24 @@ def make_point_mass_workdir(root: Path, **overrides) -> Path:
     return root
 
 
+def make_multi_model_workdir(root: Path, draws) -> Path:
+    """``root`` with data/ (the two-model rows of ``engine.testing.MULTI_DATA``, the bundled
+    hardware, seed and model tables), models/priors.toml and a point-mass fit ``draws`` of
+    those rows (``engine.testing.multi_model_draws``)."""
+    from ddtree_bayes.engine.testing import MULTI_DATA
+
+    (root / "data").mkdir(parents=True)
+    (root / "models").mkdir()
+    for name in ("hardware.csv", "seed_estimates.csv", "models.csv"):
+        shutil.copy(bundled(name), root / "data" / name)
+    (root / "data" / "measurements.csv").write_text(MULTI_DATA)
+    shutil.copy(bundled("priors.toml"), root / "models" / "priors.toml")
+    write_point_mass_fit(root / "models", root / "data" / "measurements.csv",
+                         root / "models" / "priors.toml", root / "data" / "hardware.csv",
+                         draws=draws)
+    return root
+
+
 def listing(root: Path) -> dict[str, tuple[int, int]]:
     """Every file under ``root`` with its size and modification time (ns): equal listings
     before and after a command mean it wrote nothing."""

@@ -563,7 +563,6 @@ def test_diff_labels_every_vector_parameter_by_its_coordinate(tmp_path):
     relation, system and overhead group all of length 1 no coordinate was the one: its index
     was printed. The artifact names each variable's dimension (netCDF dimension scales, as
     xarray writes them): every label is its coordinate's."""
-    import h5py
 
     from test_cli_support import write_point_mass_fit
 
@@ -585,14 +584,7 @@ def test_diff_labels_every_vector_parameter_by_its_coordinate(tmp_path):
     draws.meta["coords"] = coords
     path = write_point_mass_fit(work / "models", data, work / "models" / "priors.toml",
                                 work / "data" / "hardware.csv", draws=draws)
-    with h5py.File(path, "r+") as fh:   # (the scales xarray's netCDF writer attaches)
-        post = fh["posterior"]
-        for dim, labels in coords.items():
-            post.create_dataset(dim, data=np.array(labels, dtype=object),
-                                dtype=h5py.string_dtype())
-            post[dim].make_scale(dim)
-        for name, dim in dims.items():
-            post[name].dims[2].attach_scale(post[dim])
+    _attach_dims(path, coords, dims)   # (the scales xarray's netCDF writer attaches)
     code, out, err = call(work, "diff", "latest", "latest", "--format", "json")
     assert code == 0, err
     names = [p["parameter"] for p in json.loads(out)["parameters"]]

@@ -11,14 +11,12 @@ tok/s in SGLang and 14 / 18 ms = 778 in native, in both fits.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
-from test_cli_support import FIT_ID, run_cli, write_point_mass_fit
+from test_cli_support import FIT_ID, make_multi_model_workdir, run_cli, write_point_mass_fit
 from test_json_schemas import validate_output
 
 LLAMA = "llama-3.1-8b-instruct"
@@ -27,16 +25,7 @@ SECOND = "20260101T000001Z-second1"
 
 def _workdir(root: Path, **overrides) -> Path:
     """A working directory whose latest fit is the two-model point mass (+ overrides)."""
-    (root / "data").mkdir(parents=True)
-    (root / "models").mkdir()
-    for name in ("hardware.csv", "seed_estimates.csv", "models.csv"):
-        shutil.copy(bundled(name), root / "data" / name)
-    (root / "data" / "measurements.csv").write_text(MULTI_DATA)
-    shutil.copy(bundled("priors.toml"), root / "models" / "priors.toml")
-    write_point_mass_fit(root / "models", root / "data" / "measurements.csv",
-                         root / "models" / "priors.toml", root / "data" / "hardware.csv",
-                         draws=multi_model_draws(16, **overrides))
-    return root
+    return make_multi_model_workdir(root, multi_model_draws(16, **overrides))
 
 
 @pytest.fixture

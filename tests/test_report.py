@@ -777,7 +777,6 @@ def test_a_report_of_a_stale_fit_says_so_as_predict_does(tmp_path, monkeypatch, 
     its own) go to stderr, under the page's verdict and into summary.md / summary.json."""
     import importlib
 
-    from ddtree_bayes.engine import compare
     from test_cli_support import make_point_mass_workdir
 
     render = importlib.import_module("ddtree_bayes.workflows.report.render")
@@ -789,14 +788,7 @@ def test_a_report_of_a_stale_fit_says_so_as_predict_does(tmp_path, monkeypatch, 
             "`ddtree-bayes update` (or `fit`) to use it")
     # the sampling-heavy parts left out (a point mass has too few draws for PSIS-LOO):
     # what is checked is which warnings reach the summary, the page and stderr
-    made: dict = {}
-    monkeypatch.setattr(compare, "require_psis_draws", lambda *a: None)
-    monkeypatch.setattr(store, "load_datatree", lambda path, handle=None: None)
-    monkeypatch.setattr(render, "compute", lambda draws, dt, **kw: {
-        "fit_id": draws.meta["fit_id"],
-        "verdict": {"converged": True, "failures": [], "text": "converged: every gate passed"}})
-    monkeypatch.setattr(render, "render_whole",
-                        lambda summary, draws, out_dir, dt=None: made.update(summary))
+    made = _report_summary_only(monkeypatch)
     monkeypatch.chdir(work)
     assert cli.main(["report", "--quiet"]) == 0
     out, err = capsys.readouterr()
@@ -918,7 +910,6 @@ def test_a_report_says_when_a_systems_compute_eff_median_exceeds_1(tmp_path, mon
     import html
     import importlib
 
-    from ddtree_bayes.engine import compare
     from ddtree_bayes.engine.testing import point_mass_draws
     from test_cli_support import make_point_mass_workdir
 
@@ -929,14 +920,7 @@ def test_a_report_says_when_a_systems_compute_eff_median_exceeds_1(tmp_path, mon
     line = ("compute_eff[b300x8] median 1.25 > 1: its verify passes beat the dense peak at the "
             "card's compute precision, so that precision is likely not the deployment's (check "
             "the card's compute_dtype)")
-    made: dict = {}
-    monkeypatch.setattr(compare, "require_psis_draws", lambda *a: None)
-    monkeypatch.setattr(store, "load_datatree", lambda path, handle=None: None)
-    monkeypatch.setattr(render, "compute", lambda draws, dt, **kw: {
-        "fit_id": draws.meta["fit_id"],
-        "verdict": {"converged": True, "failures": [], "text": "converged: every gate passed"}})
-    monkeypatch.setattr(render, "render_whole",
-                        lambda summary, draws, out_dir, dt=None: made.update(summary))
+    made = _report_summary_only(monkeypatch)
     monkeypatch.chdir(work)
     assert cli.main(["report", "--quiet", "--format", "json"]) == 0
     out, err = capsys.readouterr()
@@ -982,33 +966,13 @@ def test_report_model_names_only_that_models_systems_above_the_peak(tmp_path, mo
     said "compute_eff[llama-3.1-8b-instruct@h100x1] median 1.25 > 1" under a report of Kimi:
     a system of the other model. With --model, only that model's systems are named. Llama's
     eight draws 0.9 ... 1.6 by 0.1: median 1.25 by hand; Kimi's all 0.5."""
-    import importlib
+    from ddtree_bayes.engine.testing import multi_model_draws
+    from test_cli_support import make_multi_model_workdir
 
-    from ddtree_bayes.engine import compare
-    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
-    from test_cli_support import write_point_mass_fit
-
-    render = importlib.import_module("ddtree_bayes.workflows.report.render")
-    work = tmp_path / "w"
-    (work / "data").mkdir(parents=True)
-    (work / "models").mkdir()
-    for name in ("hardware.csv", "seed_estimates.csv", "models.csv"):
-        shutil.copy(bundled(name), work / "data" / name)
-    (work / "data" / "measurements.csv").write_text(MULTI_DATA)
-    shutil.copy(bundled("priors.toml"), work / "models" / "priors.toml")
     pm = multi_model_draws(8)
     pm.variables["compute_eff"] = np.array([[0.5, 0.9 + 0.1 * i] for i in range(8)])
-    write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
-                         work / "models" / "priors.toml", work / "data" / "hardware.csv",
-                         draws=pm)
-    made: dict = {}
-    monkeypatch.setattr(compare, "require_psis_draws", lambda *a: None)
-    monkeypatch.setattr(store, "load_datatree", lambda path, handle=None: None)
-    monkeypatch.setattr(render, "compute", lambda draws, dt, **kw: {
-        "fit_id": draws.meta["fit_id"],
-        "verdict": {"converged": True, "failures": [], "text": "converged: every gate passed"}})
-    monkeypatch.setattr(render, "render_whole",
-                        lambda summary, draws, out_dir, dt=None: made.update(summary))
+    work = make_multi_model_workdir(tmp_path / "w", pm)
+    made = _report_summary_only(monkeypatch)
     monkeypatch.chdir(work)
     assert cli.main(["report", "--quiet", "--model", "kimi-k2.6", "--format", "json"]) == 0
     out, err = capsys.readouterr()
@@ -1084,3 +1048,23 @@ def test_the_next_section_shows_the_drafter_column_next_prints():
     assert [r[1] for r in body] == [drafter_cell(r) for r in rows]
     assert body[0] == ["b300 x8 sglang ddtree block 16 budget 32 M=33",
                        "z-lab/Kimi-K2.6-DDTree", "the query", 120, "25%", 812]
+
+
+def _report_summary_only(monkeypatch) -> dict:
+    """`report` with its sampling-heavy parts left out (a point mass has too few draws for
+    PSIS-LOO; no figures or page): the summary it would render is collected in the dict
+    returned, to check which warnings reach the summary, the page and stderr."""
+    import importlib
+
+    from ddtree_bayes.engine import compare
+
+    render = importlib.import_module("ddtree_bayes.workflows.report.render")
+    made: dict = {}
+    monkeypatch.setattr(compare, "require_psis_draws", lambda *a: None)
+    monkeypatch.setattr(store, "load_datatree", lambda path, handle=None: None)
+    monkeypatch.setattr(render, "compute", lambda draws, dt, **kw: {
+        "fit_id": draws.meta["fit_id"],
+        "verdict": {"converged": True, "failures": [], "text": "converged: every gate passed"}})
+    monkeypatch.setattr(render, "render_whole",
+                        lambda summary, draws, out_dir, dt=None: made.update(summary))
+    return made
