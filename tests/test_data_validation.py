@@ -151,6 +151,20 @@ def test_a_context_with_a_k_suffix_is_refused_naming_its_token_count(tmp_path, h
                        "(k = 1024, m = 1048576), and a data file holds plain numbers")
 
 
+@pytest.mark.parametrize(("raw", "mean"), [("131.42 ± 0.59", "131.42"),
+                                           ("118.3 +- 0.4", "118.3"),
+                                           ("96.1+/-0.3", "96.1")])
+def test_a_mean_with_its_spread_is_refused_naming_the_mean(tmp_path, hw, raw, mean):
+    """llama-bench prints t/s as "131.42 ± 0.59" (the mean of its -r runs and their standard
+    deviation). A user typing its table into a CSV got "not a number ... write a plain number",
+    which did not say which number: the fix now names the mean, the one number the row is."""
+    path = write(tmp_path, edited(r5={"tok_s": raw}))
+    err = expect_error(path, hw, 5, "tok_s", f"not a number: {raw!r}")
+    assert err.fix == (f"write the mean alone, {mean}: '{raw}' is a mean and its spread (as "
+                       "llama-bench prints t/s), and a data file holds plain numbers (the "
+                       "spread has no column: repeated runs go in as rows of their own)")
+
+
 def test_non_numeric_accept_len(tmp_path, hw):
     path = write(tmp_path, edited(r3={"accept_len": "four"}))
     expect_error(path, hw, 3, "accept_len", "not a number: 'four'")

@@ -1531,7 +1531,7 @@ def parse_number(path: str, row: int, column: str, raw: str, *, integer: bool = 
     except ValueError:
         raise DataError(f"not a number: {raw!r}", file=path, row=row, column=column,
                         fix=(column == "context_tokens" and suffixed_context_fix(raw))
-                        or "write a plain number") from None
+                        or mean_and_spread_fix(raw) or "write a plain number") from None
     if not math.isfinite(value):
         raise DataError(f"not a finite number: {raw!r}", file=path, row=row, column=column,
                         fix="write a finite number or remove the row")
@@ -1558,6 +1558,24 @@ data file holds plain numbers'
     tokens = plain_text(float(m.group(1)) * (1024 if m.group(2) in "kK" else 1024 * 1024))
     return (f"write {tokens}: {raw} is {tokens} tokens as --context reads it (k = 1024, "
             "m = 1048576), and a data file holds plain numbers")
+
+
+def mean_and_spread_fix(raw: str) -> str | None:
+    """The fix for a cell written as a mean and its spread (llama-bench's t/s column prints
+    ``131.42 ± 0.59``, the mean of its ``-r`` runs and their standard deviation): the mean to
+    write; None for any other text.
+
+    >>> mean_and_spread_fix("131.42 ± 0.59")[:30]
+    'write the mean alone, 131.42: '
+    >>> mean_and_spread_fix("96.1+/-0.3")[:28], mean_and_spread_fix("96 tok/s") is None
+    ('write the mean alone, 96.1: ', True)
+    """
+    m = re.fullmatch(r"\s*([0-9]+\.?[0-9]*|\.[0-9]+)\s*(?:±|\+-|\+/-)\s*[0-9.]+\s*", raw)
+    if not m:
+        return None
+    return (f"write the mean alone, {m.group(1)}: {raw!r} is a mean and its spread (as "
+            "llama-bench prints t/s), and a data file holds plain numbers (the spread has no "
+            "column: repeated runs go in as rows of their own)")
 
 
 #: A number as every CSV reader takes it: ASCII digits, an optional sign, point and exponent.
