@@ -416,11 +416,15 @@ def test_a_row_whose_gpus_cannot_hold_the_cards_weights_is_added_with_a_warning(
              "--accept", "1", "--tok-s", "30", "--source", "x"]
     code, out, err = run(capsys, *flags)
     # 1000B parameters x 0.6 bytes = 600 GB > 4 x 80 GB; at 1.125 bits 140.6 GB would fit
+    # 600 GB / 80 GB = 7.5: the card's bytes take 8 h100. A walkthrough imported an FP8
+    # model's serving file (236.5 GB) with --gpus 1 for its 4 x h200: the warning said only
+    # "a smaller quantisation", which the file's own FP8 name contradicted
     line = ("ddtree-bayes: warning: row 11: kimi-k2.6's card puts its weights at 600.0 GB (1000B "
-            "parameters at 0.6 bytes), more than 4 x h100 hold (320.0 GB): the run must have "
-            "used a smaller quantisation, but a fit prices the card's bytes; give that "
-            "quantisation its own card (`card add --gguf FILE`, or --bytes-per-weight) and "
-            "name it with --model")
+            "parameters at 0.6 bytes), more than 4 x h100 hold (320.0 GB): the run used more "
+            "GPUs than the row says (the card's bytes take at least 8 h100), or a smaller "
+            "quantisation, but a fit prices the card's bytes; check the GPU count, or give "
+            "that quantisation its own card (`card add --gguf FILE`, or --bytes-per-weight) "
+            "and name it with --model")
     assert code == 0 and "row 11: kimi-k2.6, h100 x4 vllm ar" in out
     assert err.splitlines() == [line]
     code, out, err = run(capsys, *flags[:-2], "--source", "y", "--format", "json")

@@ -10,6 +10,7 @@ Each function returns the line(s) without the row; the caller names it (``add``:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 
@@ -97,10 +98,14 @@ def card_weights_note(card, hardware: dict[str, dict[str, str]], m: Measurement)
     if card is None or memory is None or card.weights_gb <= memory * m.gpus:
         return None
     need, have = gb_texts(card.weights_gb, memory * m.gpus)   # (16 GB against 16 GB: apart)
+    # (a slip in the GPU count first: an FP8 card's serving file imported with --gpus 1 for
+    # its 4 GPUs was told only "a smaller quantisation", which the file's FP8 name denied)
     return (f"{m.model}'s card puts its weights at {need} GB "
             f"({card.params_total_b:g}B parameters at {card.weights_bytes_per_weight:g} bytes), "
-            f"more than {m.gpus} x {m.hardware} hold ({have} GB): the run must have "
-            "used a smaller quantisation, but a fit prices the card's bytes; give that "
+            f"more than {m.gpus} x {m.hardware} hold ({have} GB): the run used more GPUs than "
+            f"the row says (the card's bytes take at least "
+            f"{math.ceil(card.weights_gb / memory)} {m.hardware}), or a smaller quantisation, "
+            "but a fit prices the card's bytes; check the GPU count, or give that "
             "quantisation its own card (`card add --gguf FILE`, or --bytes-per-weight) and "
             "name it with --model")
 
