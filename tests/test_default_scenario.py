@@ -1232,3 +1232,44 @@ def test_update_scores_a_rate_below_one_with_two_digits():
            "hi90": 336, "percentile": 0.906}
     assert _score_table([big]).splitlines()[2].split()[3:7] == ["330", "304", "292-316",
                                                                 "273-336"]
+
+
+def test_a_default_with_no_acceptance_anywhere_is_not_answered_by_the_tracked_default():
+    """A model of AR rows only (a user's own, in a fit of several models or alone) has the
+    bundled question's DDTree block 16 budget 32 as its default, with no acceptance measured,
+    inferred or in the priors for it: `predict` refuses that question without --accept, yet
+    `update` (and diff, track list) answered the built-in tracked query at the bundled 14,
+    Kimi's: "default: rtx-3090 x1 llama.cpp ddtree b16/B32 accept 14: 90% 318-1384 -> 314-1397
+    tok/s (median 772 -> 783)" after a Llama-2-7B user added an AR row. Now it says it cannot
+    answer, as predict does, and the report's answer line says its 14 is assumed."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.testing import multi_model_draws
+    from ddtree_bayes.workflows.living import DEFAULT_QUERY
+    from ddtree_bayes.workflows.living import tracking as T
+    from ddtree_bayes.workflows.report import sections
+    from ddtree_bayes.workflows.report.render import headline
+
+    draws, model = multi_model_draws(), "llama-3.1-8b-instruct"
+    d = default_question(draws, model)
+    assert d.derived and d.accept_assumed and d.accept == 14.0
+    assert (d.hardware, d.gpus, d.method, d.block, d.budget) == ("h100", 1, "ddtree", 16, 32)
+    assert not default_question(draws, "kimi-k2.6").accept_assumed   # (measured b300)
+    builtin = T.Tracked("default", dict(DEFAULT_QUERY), builtin=True)
+    query = {**DEFAULT_QUERY, "model": model}
+    assert T.asked_query(draws, query, builtin=True)["accept"] is None
+    with pytest.raises(QueryError, match="no acceptance prior in the priors file"):
+        T.query_rows(draws, query, seed=1, builtin=True)
+    out = T.compare_queries(draws, draws, T.for_models([builtin], [model]), seed=1)
+    assert len(out) == 1 and out[0]["before"] is None and out[0]["after"] is None
+    assert out[0]["label"] == f"{model}-h100-x1-vllm-ddtree-b16-B32"
+    assert out[0]["after_error"].startswith("no acceptance prior in the priors file")
+    listed = T.describe_tracked(draws, T.for_models([builtin], [model])[0])
+    assert listed == (f"--model {model} (default question: vllm ddtree block 16 budget 32 on "
+                      "h100 x1; no acceptance to ask it at: give one with track add)")
+    # the report still answers it (its fan and sections need one acceptance), saying why
+    fan = sections.fan_section(draws, 1, model, d)
+    assert fan["headline_accept"] == 14.0 and fan["headline_accept_assumed"] is True
+    text = headline({"fan": fan, "default_scenario": {**d.to_json(), "derived": True}})
+    assert "Its acceptance, 14, is assumed: no acceptance was measured" in text
+    kimi = sections.fan_section(draws, 1, "kimi-k2.6", default_question(draws, "kimi-k2.6"))
+    assert "is assumed" not in headline({"fan": kimi})

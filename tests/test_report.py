@@ -645,7 +645,10 @@ def test_the_answer_line_of_a_model_says_what_the_fit_measured():
     assert line.endswith(" The fit never measured b300 for llama-3.1-8b-instruct, nor any "
                          "speculative method for it: the bundled question's ddtree block 16 "
                          "budget 32, so this asks it on its own most-measured system; ask "
-                         "`ddtree-bayes predict` about another.")
+                         "`ddtree-bayes predict` about another. Its acceptance, 14, is assumed: "
+                         "no acceptance was measured, inferred or given in the priors for it, so "
+                         "`ddtree-bayes predict` refuses it without --accept (give your "
+                         "drafter's).")
 
 
 def test_the_reports_priors_are_the_fits_forms_not_the_files():

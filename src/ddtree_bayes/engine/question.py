@@ -309,8 +309,9 @@ def inferred_accept(fit: Fit, d: DefaultQuestion, model: str | None) -> DefaultQ
                               method=d.method, block=d.block, budget=d.budget,
                               verify_tokens=d.verify_tokens, context_tokens=None, model=model)
         source = accept_sources(fit, sc, None, None)[0]
-    except QueryError:   # (no acceptance anywhere: the middle of [1, M] fit_default gave)
-        return d
+    except QueryError:   # (no acceptance anywhere: the middle of [1, M] fit_default gave,
+        #                   or the bundled question's 14 for a model of AR rows only)
+        return dataclasses.replace(d, accept_assumed=True)
     if source.value is not None:   # (given for AR, or measured)
         value = source.value
     elif source.prior is None:   # (inferred: its posterior draws, as predict takes them)

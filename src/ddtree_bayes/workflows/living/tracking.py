@@ -434,8 +434,9 @@ def asked_query(draws, query: dict[str, Any], builtin: bool = False,
         from ddtree_bayes.engine.question import default_question
 
         d = default_question(draws, q.get("model"))
-        if d.derived:
-            q = {**q, "accept": accept_flag(d.accept)}   # (every digit: predict's own)
+        if d.derived:   # (every digit: predict's own; none where predict has none: it
+            #             refuses the question, and so the tracked default cannot answer it)
+            q = {**q, "accept": None if d.accept_assumed else accept_flag(d.accept)}
     return q
 
 
@@ -458,8 +459,24 @@ def describe_tracked(draws, t: Tracked) -> str:
     from ddtree_bayes.engine.question import default_question
 
     asked = asked_query(draws, t.query, builtin=True)
-    return (f"{query_flags(asked)} (default question: "
-            f"{default_question(draws, asked.get('model')).describe()})")
+    d = default_question(draws, asked.get("model"))
+    unasked = "; no acceptance to ask it at: give one with track add" if d.accept_assumed else ""
+    return " ".join(filter(None, (query_flags(asked),
+                                  f"(default question: {d.describe()}{unasked})")))
+
+
+def default_label(draws, query: dict[str, Any]) -> str:
+    """The built-in query's name for a fit's derived default question (``query_name`` of the
+    flags it fills: ``rtx-3090-x1-llama.cpp-ddtree-b16-B32``), where no row answers it to
+    take a label from; the bundled default's own name otherwise."""
+    from ddtree_bayes.engine.question import default_question
+
+    d = default_question(draws, asked_query(draws, query).get("model"))
+    if not d.derived:
+        return query_name(query)
+    return query_name({**query, "accept": None, "hardware": d.hardware, "gpus": d.gpus,
+                       "engine": ",".join(d.engines), "method": d.method, "block": d.block,
+                       "budget": d.budget, "verify_tokens": d.verify_tokens})
 
 
 def project_model(draws) -> str | None:
@@ -587,7 +604,10 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                         warnings.append(text)
         keys = list(dict.fromkeys([*results["before"], *results["after"]]))
         if not keys:
-            out.append({"name": t.name, **named, "label": query_name(t.query),
+            latest = after if after is not None else before
+            label = (default_label(latest, t.query) if t.builtin and latest is not None
+                     else query_name(t.query))
+            out.append({"name": t.name, **named, "label": label,
                         "accept_asked": t.query.get("accept") or "default",
                         "accept_before": None, "accept_after": None, "before": None,
                         "after": None, "before_error": errors["before"],

@@ -557,9 +557,13 @@ def headline(summary: dict) -> str | None:
                 else "its own most-measured configuration")
         derived = (f" {why[:1].upper()}{why[1:]}, so this asks {mine}; ask "
                    "`ddtree-bayes predict` about another.")
+    assumed = "" if not fan.get("headline_accept_assumed") else (
+        f" Its acceptance, {accept_shown(accept)}, is assumed: no acceptance was measured, "
+        "inferred or given in the priors for it, so `ddtree-bayes predict` refuses it "
+        "without --accept (give your drafter's).")
     return (f"Default scenario ({scenario}) at acceptance {accept_shown(accept)}: "
             + "; ".join(parts)
-            + "." + _pointers(summary) + unmeasured + derived)
+            + "." + _pointers(summary) + unmeasured + derived + assumed)
 
 
 def markdown(summary: dict) -> str:

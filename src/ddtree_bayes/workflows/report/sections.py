@@ -164,6 +164,8 @@ def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuest
     return {"accept": list(grid), "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
             "engines": engines, "measured": measured,
             "headline_accept": headline_accept(d, limit),
+            # no acceptance measured, inferred or in the priors for it: the answer line says so
+            "headline_accept_assumed": d.accept_assumed,
             # the grid stops at what a step can emit; the acceptances it left out, if any
             "accept_max": limit.tokens, "accept_max_rule": limit.rule,
             "accept_clipped": [a for a in FAN_ACCEPT if a not in grid]}
