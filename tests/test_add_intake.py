@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ddtree_bayes.core.data import COLUMNS, load_hardware, load_measurements
@@ -32,8 +32,8 @@ from test_cli_support import copy_bundled_data, run_cli
 BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
 ROW = ["--hardware", "b300", "--gpus", "8", "--engine", "sglang", "--method", "ddtree",
        "--block", "16", "--budget", "32", "--accept", "13.1"]
-SETTINGS = settings(max_examples=40, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=40, deadline=None, database=None, derandomize=True,
+                    print_blob=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def workdir(root: Path, *, crlf: bool = False, bom: bool = False, last_newline: bool = True
@@ -137,6 +137,12 @@ def test_a_refused_row_leaves_the_file_byte_identical(tmp_path_factory, file, ba
        order=st.permutations(COLUMNS), conc=st.sampled_from([None, "", "1", "4"]),
        accept=st.sampled_from(["13.1", "", "1.31e1"]), source=free_text.filter(str.strip),
        tok_s=tok_s_texts())
+# a first column of free text whose cell starts with '#' is a row, not a comment line (it was
+# refused as "a comment line (it starts with '#')", exit 2, nothing appended)
+@example(file={"crlf": False, "bom": False, "last_newline": True}, quoting=csv.QUOTE_MINIMAL,
+         from_crlf=False, from_bom=False, pad=False,
+         order=["source", *(c for c in COLUMNS if c != "source")], conc=None, accept="13.1",
+         source="#3 of the sweep", tok_s="612")
 def test_a_user_csv_of_odd_but_valid_content_imports_its_values(
         tmp_path_factory, file, quoting, from_crlf, from_bom, pad, order, conc, accept, source,
         tok_s):

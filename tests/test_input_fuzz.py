@@ -393,6 +393,35 @@ def test_a_comment_line_is_named(work, command, comment):
         err), err
 
 
+def source_first(text: str, source: str) -> str:
+    """``text`` (a measurement CSV) with its source column moved first, each row's source
+    ``source``."""
+    records = list(csv.reader(io.StringIO(text)))
+    j = records[0].index("source")
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(
+        [[r[j] if i == 0 else source, *r[:j], *r[j + 1:]] for i, r in enumerate(records)])
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+def test_a_first_column_of_free_text_may_start_with_a_hash(work, command):
+    """A file whose first column is source (or notes: any column order is read) and whose
+    row's source starts with '#' ("#3 of the sweep") was refused as "a comment line (it
+    starts with '#')", exit 2: a02bfac7's rule took the first field for a name, which no
+    name starts with '#'. A line of the header's fields under a free-text first column is a
+    row; a '#' line of other fields is still named as a comment."""
+    text = source_first(base_text(work), "#3 of the sweep")
+    code, err = outcome(work, command, text)
+    assert code == (0 if command.startswith("add") else 99), err
+    header, *rows = text.splitlines()
+    code, err = outcome(work, command, "\n".join([header, "# measured on 2026-12-01", *rows])
+                        + "\n")
+    assert code == 2, err
+    assert "m.csv, row 2: a comment line (it starts with '#'): a measurement file holds none" in (
+        err), err
+
+
 @pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
 def test_an_unreadable_file_says_permission_not_utf8(work, command, monkeypatch):
     """A measurement file the user may not read was refused with the fix "save it as UTF-8

@@ -1133,17 +1133,26 @@ def fields_problem(n: int, width: int, values: Sequence[str]) -> tuple[str, str]
     return problem, "quote fields that contain commas"
 
 
-def comment_problem(values: Sequence[str]) -> tuple[str, str] | None:
+def comment_problem(values: Sequence[str], header: Sequence[str] = ()
+                    ) -> tuple[str, str] | None:
     """(problem, fix) of a data record that is a comment line (its first field starts with
     '#', which no name in a data file does), else None. A data file holds no comments: other
-    CSV readers would take the line for a row.
+    CSV readers would take the line for a row. Under a ``header`` whose first column is free
+    text (:data:`FREE_TEXT_COLUMNS`: a file may order its columns as it likes), a record of
+    the header's fields is a row whose source or notes starts with '#' ("#3 of the sweep").
 
     >>> comment_problem(["# measured on 2026-12-01"])[0]
     "a comment line (it starts with '#'): a measurement file holds none"
     >>> comment_problem(["kimi-k2.6", "b300"]) is None
     True
+    >>> comment_problem(["#3 of the sweep", "kimi-k2.6"], ["source", "model"]) is None
+    True
+    >>> comment_problem(["# measured on 2026-12-01"], ["source", "model"])[1]
+    "delete the line, or put the text in a row's notes column"
     """
     if not values or not values[0].lstrip().startswith("#"):
+        return None
+    if header and header[0].strip() in FREE_TEXT_COLUMNS and len(values) == len(header):
         return None
     return ("a comment line (it starts with '#'): a measurement file holds none",
             "delete the line, or put the text in a row's notes column")
@@ -1878,7 +1887,7 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
     parsed: dict[tuple, int] = {}   # (the same by Measurement.key, written another way)
     valid: dict[tuple[str, ...], Measurement] = {}
     for i, values in body:
-        comment = comment_problem(values) if values[:1] and "#" in values[0] else None
+        comment = comment_problem(values, header) if values[:1] and "#" in values[0] else None
         if comment is not None:
             raise DataError(comment[0], file=path, row=i, fix=comment[1])
         if len(values) != width:

@@ -621,7 +621,7 @@ def rows_from_file(path: Path, data_header: tuple[str, ...] = COLUMNS) -> list[N
                         column=missing[0], fix=f"the header must contain {','.join(COLUMNS)}")
     rows, errors = [], []
     for line, cells in body:
-        comment = comment_problem(cells)
+        comment = comment_problem(cells, header)
         if comment is not None:
             errors.append(DataError(comment[0], file=name, row=line, fix=comment[1]))
             continue
