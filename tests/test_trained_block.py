@@ -704,3 +704,51 @@ def test_predict_names_the_fits_stored_card_when_the_cards_block_was_edited(tmp_
                         "to fit with the edited card, or restore block_size 8 in "
                         "data/drafters.csv to answer from this fit)\n"), err
     assert listing(root) == before
+
+
+def test_update_refits_when_a_stored_drafter_cards_block_size_alone_was_edited(
+        tmp_path, monkeypatch):
+    """A fit that stored kimi-k2.6's DDTree drafter card at block_size 16, the card's
+    block_size then edited to 12 in data/drafters.csv (nothing else): `update` compared the
+    cards without block_size (core/drafters.py card_key) and said "fit ... is up to date ...
+    nothing to refit", keeping the draws fitted under the block-16 card (the bound of its
+    inferred acceptances), while predict then read block 12. The edit is a change of the
+    cards, as an edit of any other field is: update refits, saying so. A fit stored before the
+    column (no block_size) still compares its cards without it."""
+    from ddtree_bayes import api
+    from ddtree_bayes.core.drafters import card_dict
+    from ddtree_bayes.engine import inference
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from test_cli_support import fitted_inputs
+
+    card = KIMI_B8.replace("my/kimi-dflash-b8,", "my/kimi-dflash,").replace(",8\n", ",16\n")
+    (tmp_path / "c.csv").write_text(card)
+    draws = point_mass_draws()
+    draws.meta["model"]["drafter_cards"] = [card_dict(load_drafter_cards(tmp_path / "c.csv")[0])]
+    work = make_point_mass_workdir(tmp_path / "w", draws=draws)
+    (work / "data" / "drafters.csv").write_text(card)
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))  # up to date
+    seen = []
+
+    def fake_fit(*args, **kwargs):
+        seen.append(kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "fit", fake_fit)
+    code, out, err = run_cli(work, "update")
+    assert (code, seen) == (0, []) and "is up to date" in out, err
+    (work / "data" / "drafters.csv").write_text(card.replace(",16\n", ",12\n"))
+    code, out, err = run_cli(work, "update")
+    assert code == 130 and len(seen) == 1, (code, out, err)
+    assert "changed since fit 20260101T000000Z-pointmss: model or drafter cards" in out, out
+    assert seen[0]["extra_meta"]["refit_reasons"] == [
+        "model or drafter cards changed since fit 20260101T000000Z-pointmss"]
+    # a fit that stored its cards before the block_size column: no block to compare
+    older = [{k: v for k, v in d.items() if k != "block_size"}
+             for d in draws.meta["model"]["drafter_cards"]]
+    draws.meta["model"]["drafter_cards"] = older
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                         work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                         draws=draws)
+    code, out, err = run_cli(work, "update")
+    assert (code, len(seen)) == (0, 1) and "is up to date" in out, (code, out, err)

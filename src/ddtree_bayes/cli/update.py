@@ -284,9 +284,11 @@ def cmd_update(args: argparse.Namespace) -> int:
         other_inputs.append("priors")
     if hardware_text != previous.hardware_csv:
         other_inputs.append("hardware table")
-    # (the inputs hash has no cards; those here are the ones the inputs read)
+    # (the inputs hash has no cards; those here are the ones the inputs read; a drafter
+    # card's block_size, which the questions read from the card here, counts: it bounds the
+    # acceptances the fit inferred)
     cards_changed = bool(card_changes(
-        previous, cards_here=(inputs.file_cards, inputs.drafters)))
+        previous, cards_here=(inputs.file_cards, inputs.drafters), blocks=True))
     if cards_changed:
         other_inputs.append("model or drafter cards")
     up_to_date = inputs_hash == previous.meta.get("inputs_sha256") and not cards_changed

@@ -354,7 +354,8 @@ def here_drafters(draws: Fit, workdir: Path | None = None) -> tuple:
 
 
 def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = True,
-                 cards_here: tuple[dict, tuple] | None = None) -> list[str]:
+                 cards_here: tuple[dict, tuple] | None = None, blocks: bool = False
+                 ) -> list[str]:
     """What the model cards (``data/models.csv``, else the bundled ones) and drafter cards
     (built in, overlaid by ``data/drafters.csv``) here say differently from the ones the fit
     stored, which its answers use: a stored model card whose modelled fields changed or that is
@@ -363,7 +364,8 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
     leaves them to the caller, which says those that bear on its question). Empty when they
     agree, or when the cards here do not load (``fit`` names that problem). ``cards_here``: the
     model cards (as the cards file says them) and drafter cards here as the caller read
-    them (``update``'s inputs), not read again."""
+    them (``update``'s inputs), not read again. ``blocks``: a drafter card's ``block_size``
+    edited counts too (``update``: :func:`drafter_card_changes`)."""
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.core.model_cards import NOT_MODELLED, load_model_cards, modelled
     from ddtree_bayes.core.paths import data_file
@@ -420,13 +422,14 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
                        f"{', '.join(fields)}: {checks} the stored values; re-run "
                        "`ddtree-bayes fit` to use these")
     if drafters:
-        out += drafter_card_changes(draws, None, workdir, cards=here_cards)
+        out += drafter_card_changes(draws, None, workdir, cards=here_cards, blocks=blocks)
     return out
 
 
 def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | None,
                          workdir: Path | None = None, drafter: str | None = None,
-                         named_by: str | None = None, cards: tuple | None = None) -> list[str]:
+                         named_by: str | None = None, cards: tuple | None = None,
+                         blocks: bool = False) -> list[str]:
     """What the drafter cards here (built in, overlaid by ``data/drafters.csv``) say
     differently from the ones the fit stored (changed, added or removed), as one line saying
     what the answer uses. ``asked``: the (model, method) pairs a question asks (model None:
@@ -438,7 +441,11 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     (``optimize``: "the rows of F", an acceptance file whose drafter column names it). Empty
     when the fit stores no drafter cards (a fit of the fraction
     form prices no drafter) or the cards here do not load. ``cards``: the drafter cards here
-    as the caller read them (:func:`here_drafters`), not read again."""
+    as the caller read them (:func:`here_drafters`), not read again. ``blocks``: a card whose
+    ``block_size`` alone differs from the one the fit stored counts too (``update``: it bounds
+    the acceptances the fit inferred, and every answer reads the card here's; the questions
+    leave it out, saying it where it bounds an answer: :func:`edited_block`); a card stored
+    without one (a fit made before the column) is compared without it."""
     from ddtree_bayes.core.drafters import card_dict, card_key, drafter_for, stored_cards
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.engine.target_models import fit_models
@@ -455,13 +462,19 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
             return []
 
     named = {r.drafter for r in draws.measurements.rows if r.drafter is not None} | {drafter}
+    stored_blocks = {d["drafter"] for d in model["drafter_cards"]
+                     if blocks and d.get("block_size") is not None}
+
+    def key(d: dict) -> tuple[str, int | None]:   # (its block where the fit stored one)
+        return card_key(d), (d.get("block_size") if d["drafter"] in stored_blocks else None)
+
     # (each card's key built once: its "default" read back from the key, not built again)
-    before = {card_key(d): d for d in model["drafter_cards"]}
-    after = {card_key(d): d for d in map(card_dict, here)}
+    before = {key(d): d for d in model["drafter_cards"]}
+    after = {key(d): d for d in map(card_dict, here)}
     serves: dict[str, tuple[str, set[str]]] = {}   # name: (target model, methods)
     for k in before.keys() ^ after.keys():
         d = before.get(k) or after[k]
-        if not json.loads(k)["default"] and d["drafter"] not in named:
+        if not json.loads(k[0])["default"] and d["drafter"] not in named:
             continue   # (a card only rows or --drafter name prices nothing else)
         serves.setdefault(d["drafter"], (d["target_model"], set()))[1].update(d["methods"])
     fit_model = next(iter(fit_models(draws)), None)
