@@ -984,6 +984,63 @@ def test_update_without_data_reads_a_byte_identical_copy_of_the_fits_file(tmp_pa
                           "mine.csv, but `update` without --data reads data/measurements.csv")
 
 
+def test_update_without_data_or_priors_reads_a_copy_edited_where_no_fit_reads(tmp_path,
+                                                                             monkeypatch):
+    """The refusal to read the default file in place of the fit's own took a copy of the fit's
+    file by its hash alone: data/measurements.csv copied from the mine.csv a fit was made on,
+    then one row's notes edited, was refused (2, "fit ... was made on mine.csv, but `update`
+    without --data reads data/measurements.csv"), though the fit is fresh by that edit
+    (ac9965d3: notes and sources are read by no fit; predict says nothing, update keeps the
+    draws); the same for models/priors.toml copied from the fit's mine.toml and a comment
+    added (update and predict call it unchanged). Such a copy is read; a number edited is
+    still refused."""
+    from ddtree_bayes.engine import inference
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    default = work / "data" / "measurements.csv"
+    mine = work / "mine.csv"
+    mine.write_bytes(default.read_bytes())
+    write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
+    text = mine.read_text()
+    assert ",133,B300 measurement" in text
+    for edited in (text.replace("C=1 autoregressive;", "C=1 autoregressive, rerun;", 1),
+                   # blanks around a number and a blank line: the loader reads them away
+                   text.replace(",133,B300 measurement", ", 133 ,B300 measurement", 1) + " \n"):
+        default.write_text(edited)
+        assert default.read_text() != text
+        code, out, err = call(work, "update")
+        assert code == 0 and "nothing to refit" in out, err
+        # ... as predict calls the fit's own file so edited unchanged (the padded cell was
+        # "mine.csv changed since fit ...; run `ddtree-bayes update --data mine.csv`")
+        mine.write_text(edited)
+        code, out, err = call(work, "predict", "--method", "ar")
+        assert code == 0 and "changed since" not in err, err
+        mine.write_text(text)
+    default.write_text(text.replace(",133,B300 measurement", ",134,B300 measurement", 1))
+    code, out, err = call(work, "update")
+    assert (code, out) == (2, "")
+    assert err.startswith("ddtree-bayes: error: fit 20260101T000000Z-pointmss was made on "
+                          "mine.csv, but `update` without --data reads data/measurements.csv")
+    # the priors: a copy with a comment added is read, a prior's number edited refused
+    default.write_bytes(mine.read_bytes())
+    priors, mine_priors = work / "models" / "priors.toml", work / "mine.toml"
+    mine_priors.write_bytes(priors.read_bytes())
+    write_point_mass_fit(work / "models", mine, mine_priors, work / "data" / "hardware.csv")
+    priors.write_text("# copied from mine.toml\n" + mine_priors.read_text())
+    code, out, err = call(work, "update")
+    assert code == 0 and "nothing to refit" in out, err
+    priors.write_text(mine_priors.read_text().replace("median = 0.03\n", "median = 0.10\n", 1))
+    assert priors.read_text() != mine_priors.read_text()
+    code, out, err = call(work, "update")
+    assert (code, out) == (2, "")
+    assert err.startswith("ddtree-bayes: error: fit 20260101T000000Z-pointmss was made with the "
+                          "priors mine.toml, but `update` without --priors reads "
+                          "models/priors.toml"), err
+
+
 def test_update_without_data_reads_the_bundled_data_a_fit_of_another_copy_was_made_on(
         tmp_path, monkeypatch):
     """A fit of the bundled data made by another install (its own copy of

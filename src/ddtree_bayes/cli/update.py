@@ -9,6 +9,7 @@ import argparse
 import shlex
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from ddtree_bayes.cli.output import (
@@ -160,7 +161,7 @@ def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
     return proposal, spec, weights, len(added)
 
 
-def _check_default_data(meta: dict, default: Path) -> None:
+def _check_default_data(previous, default: Path) -> None:
     """Refuse an ``update`` without ``--data`` whose default file is not the one the fit was
     made on, when that file is still here to update with: the bundled copy (no
     data/measurements.csv here) after ``fit --data mine.csv``, or another file of this
@@ -169,19 +170,37 @@ def _check_default_data(meta: dict, default: Path) -> None:
     another directory (a copied workspace: its ``meta["workdir"]``, or for a fit that does
     not record it, its file outside this one) or on the bundled copy updates from the default,
     and so does one whose file the default is a copy of (the fit's stored sha256: another
-    install's bundled data, a workspace's data/measurements.csv copied from mine.csv)."""
-    _check_default_file(meta, "data", default, "measurements.csv",
+    install's bundled data, a workspace's data/measurements.csv copied from mine.csv), or
+    that copy with its rows' notes or sources edited, which no fit reads (engine/scenario.py
+    ``holds_fitted_rows``: predict calls the fit fresh by such an edit)."""
+    from ddtree_bayes.engine.scenario import holds_fitted_rows
+
+    _check_default_file(previous.meta, "data", default, "measurements.csv",
                         "made on {mine}", "data/measurements.csv", "data",
-                        "to fold in that file's new rows")
+                        "to fold in that file's new rows",
+                        same=lambda here: holds_fitted_rows(previous, here))
 
 
-def _check_default_priors(meta: dict, default: Path) -> None:
+def _check_default_priors(previous, default: Path) -> None:
     """The same for ``--priors``: after ``fit --priors mine.toml``, an ``update`` without it
     read models/priors.toml (or the bundled priors), said "priors changed since fit ..." of
-    a file that had not changed, and refitted on the other priors (exit 0)."""
-    _check_default_file(meta, "priors", default, "priors.toml",
+    a file that had not changed, and refitted on the other priors (exit 0). A copy of the
+    fit's priors differing only where no fit reads (comments, layout, ``[acceptance_curve]``:
+    engine/scenario.py ``fitted_priors_same``, as ``update`` below reads such an edit) is
+    the fit's priors."""
+    from ddtree_bayes.core import per_call
+    from ddtree_bayes.engine.scenario import fitted_priors_same
+
+    def same(here: Path) -> bool:
+        try:
+            text = per_call.read_text(here, encoding="utf-8")
+        except (OSError, UnicodeDecodeError):   # (the priors reader names the problem)
+            return False
+        return fitted_priors_same(text, previous.priors_toml)
+
+    _check_default_file(previous.meta, "priors", default, "priors.toml",
                         "made with the priors {mine}", "models/priors.toml", "priors",
-                        "to keep that fit's priors")
+                        "to keep that fit's priors", same=same)
 
 
 def _check_default_hardware(meta: dict) -> None:
@@ -200,10 +219,12 @@ def _check_default_hardware(meta: dict) -> None:
 
 
 def _check_default_file(meta: dict, key: str, default: Path, bundled_name: str, made: str,
-                        local: str, what: str, keep: str, flag: str | None = None) -> None:
+                        local: str, what: str, keep: str, flag: str | None = None,
+                        same: Callable[[Path], bool] | None = None) -> None:
     """Refuse to read ``default`` (``update`` without ``--<flag>``, by default ``--<key>``) in
     place of the file ``meta[key]`` names, while that file is here and the default holds
-    other text."""
+    other text (its hash another; ``same``: or it says other than the fit's file where a fit
+    reads it)."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.engine.scenario import holds_fitted
@@ -217,7 +238,8 @@ def _check_default_file(meta: dict, key: str, default: Path, bundled_name: str, 
     bundled = paths.bundled(bundled_name).resolve()
     if made_on == here or made_on == bundled or not made_on.is_file():
         return
-    if here.is_file() and holds_fitted(meta[key].get("sha256", ""), here):
+    if here.is_file() and (holds_fitted(meta[key].get("sha256", ""), here)
+                           or (same is not None and same(here))):
         return
     # a fit made in another directory (a copied workspace) updates from this one's default;
     # a fit made here does not, wherever its file is (`fit --priors /shared/tight.toml`). A fit
@@ -250,9 +272,9 @@ def cmd_update(args: argparse.Namespace) -> int:
     prev_id = previous.meta["fit_id"]
     data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")
     if not args.data:
-        _check_default_data(previous.meta, data_path)
+        _check_default_data(previous, data_path)
     if not args.priors:
-        _check_default_priors(previous.meta, paths.priors_file())
+        _check_default_priors(previous, paths.priors_file())
     if not args.hardware_file:
         _check_default_hardware(previous.meta)
     from ddtree_bayes.engine.fitting import FitInputs

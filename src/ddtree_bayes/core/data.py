@@ -183,25 +183,31 @@ FREE_TEXT_COLUMNS = ("source", "notes")
 def fitted_rows_same(text: str, stored: str) -> bool:
     """Whether the measurement file ``text`` says what the fit's ``stored`` text said but for
     its free text (:data:`FREE_TEXT_COLUMNS`): the same header and, row by row, the same
-    cells of every other column, as written (``612`` and ``612.0`` differ here: a change of
-    form, which ``update`` tells from a change of numbers). False for a file that does not
-    parse as CSV.
+    cells of every other column, as written but for the blanks around them and blank lines,
+    which the loader drops (``612`` and ``612.0`` differ here: a change of form, which
+    ``update`` tells from a change of numbers). False for a file that does not parse as CSV.
 
     >>> head = "model,tok_s,source,notes\\n"
     >>> fitted_rows_same(head + "m,612,a.json,first run\\n", head + "m,612,a.json,\\n")
+    True
+    >>> fitted_rows_same(head + "m, 612 ,a.json,\\n \\n,,\\n", head + "m,612,a.json,\\n")
     True
     >>> fitted_rows_same(head + "m,613,a.json,\\n", head + "m,612,a.json,\\n")
     False
     """
     def cells(t: str) -> tuple[list[str], list[list[str]]] | None:
         try:
-            rows = [r for r in csv.reader(io.StringIO(t)) if r]
+            rows = [[c.strip() for c in r] for r in csv.reader(io.StringIO(t))]
         except csv.Error:
             return None
+        rows = [r for r in rows if r]
         if not rows:
             return [], []
         header = rows[0]
-        keep = [j for j, name in enumerate(header) if name.strip() not in FREE_TEXT_COLUMNS]
+        # (a record of blanks only, of another width than the header's: a blank line to the
+        # loader, which skips it)
+        rows = [header, *(r for r in rows[1:] if any(r) or len(r) == len(header))]
+        keep = [j for j, name in enumerate(header) if name not in FREE_TEXT_COLUMNS]
         return ([header[j] for j in keep] + [f"({len(header)} columns)"],
                 [[r[j] if j < len(r) else "" for j in keep] + [str(len(r))] for r in rows[1:]])
 
