@@ -752,3 +752,40 @@ def test_update_refits_when_a_stored_drafter_cards_block_size_alone_was_edited(
                          draws=draws)
     code, out, err = run_cli(work, "update")
     assert (code, len(seen)) == (0, 1) and "is up to date" in out, (code, out, err)
+
+
+def test_an_accept_asked_above_an_edited_cards_block_names_the_stored_card(tmp_path):
+    """The fit of test_predict_names_the_fits_stored_card_when_the_cards_block_was_edited
+    (kimi-k2.6's DDTree card stored at block_size 8, data/drafters.csv edited since to 4):
+    `predict --accept 6` (and `track add`, `next --query` with it) was refused with "--accept 6
+    is above what ddtree with a drafter trained at block 4 can emit ... (fix: ... give --accept
+    of at most 4 ...)", not a word of the block-8 card the fit stored and answers with
+    (check_accept, where the acceptance a fit measured got edited_block's note). The one line
+    names the stored card, the file and both blocks, and the fixes: fit again, restore the
+    block, or ask at most 4."""
+    from ddtree_bayes.core.drafters import card_dict
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    own = KIMI_B8.replace("my/kimi-dflash-b8,", "my/kimi-dflash,")
+    (tmp_path / "c.csv").write_text(own)
+    draws = point_mass_draws(n=16, noise_sd=0.05)   # (next refuses a noiseless fit)
+    draws.meta["model"]["drafter_cards"] = [card_dict(load_drafter_cards(tmp_path / "c.csv")[0])]
+    root = make_point_mass_workdir(tmp_path / "w", draws=draws)
+    (root / "data" / "drafters.csv").write_text(own.replace(",8\n", ",4\n"))
+    before = listing(root)
+    said = ("--accept 6 is above what ddtree with a drafter trained at block 4 can emit (at most "
+            "4 tokens per step: the trained block - 1 drafts + 1); fit 20260101T000000Z-pointmss "
+            "stored kimi-k2.6's ddtree drafter my/kimi-dflash at block_size 8, and "
+            "data/drafters.csv gives it block_size 4 (fix: re-run `ddtree-bayes fit` to fit with "
+            "the edited card, or restore block_size 8 in data/drafters.csv to answer from this "
+            "fit, or give --accept of at most 4)\n")
+    query = "--engine sglang --method ddtree --budget 32 --verify-tokens 33 --accept 6"
+    for argv, prefix in ((["predict", *query.split()], ""),
+                         (["track", "add", *query.split()], ""),
+                         (["next", "--query", query], "--query: ")):
+        code, out, err = run_cli(root, *argv)
+        assert (code, out, err) == (2, "", f"ddtree-bayes: error: {prefix}{said}"), (argv, err)
+        assert listing(root) == before
+    # an --accept the edited card can emit is answered (with the block here, as before)
+    code, out, err = run_cli(root, "predict", *query.replace("6", "3.5").split())
+    assert code == 0, err

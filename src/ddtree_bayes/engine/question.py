@@ -18,6 +18,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from ddtree_bayes.core.config import DEFAULT_QUESTION, AcceptancePrior, DefaultQuestion
@@ -46,6 +47,7 @@ from ddtree_bayes.engine.scenario import (
     check_accept,
     check_kv_cache,
     configuration_rows,
+    edited_block,
     layer_split_warning,
     measured_acceptance,
     memory_warnings,
@@ -751,7 +753,8 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                                                 accept_asked=request is not None)
             warnings += () if said in warnings else (said,)   # (once for the engines)
         if request is not None:
-            check_accept(request, str(flags.accept), sc.limit, prefix)
+            check_accept(request, str(flags.accept), sc.limit, prefix,
+                         edited=partial(edited_block, fit, sc))
         asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept, why,
                                               prefix=prefix, query=query)
                            if acceptance else ()))

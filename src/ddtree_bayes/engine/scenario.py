@@ -8,7 +8,7 @@ import json
 import math
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,10 +104,14 @@ def parse_accept(text: str) -> AcceptRequest:
     return AcceptRequest(tuple(values), (lo, hi))
 
 
-def check_accept(request: AcceptRequest, text: str, limit: AcceptLimit, prefix: str = "") -> None:
+def check_accept(request: AcceptRequest, text: str, limit: AcceptLimit, prefix: str = "",
+                 edited: Callable[[], tuple[str, str] | None] | None = None) -> None:
     """Refuse (one line) an ``--accept`` whose values, or range's upper end, lie above what the
     configuration can emit (``limit``: :func:`accept_limit`). ``prefix`` names where the flag
-    came from (e.g. ``--query: ``).
+    came from (e.g. ``--query: ``). ``edited``: asked on a refusal, what to add when the bound
+    is a drafter card edited since the fit, and its fix (:func:`edited_block`): the line
+    names the card the fit stored, and the fix gives the way back to it beside a smaller
+    ``--accept``.
 
     >>> from ddtree_bayes.core.errors import QueryError
     >>> try:
@@ -120,7 +124,11 @@ def check_accept(request: AcceptRequest, text: str, limit: AcceptLimit, prefix: 
     if top > limit.tokens:
         what = f"--accept {text}" if len(request.values) == 1 and request.uniform is None else (
             f"--accept {text} (up to {top:g})")
-        raise QueryError(prefix + limit.refusal(what), fix=limit.fix())
+        note = edited() if edited is not None else None
+        if note is None:
+            raise QueryError(prefix + limit.refusal(what), fix=limit.fix())
+        raise QueryError(prefix + limit.refusal(what) + note[0],
+                         fix=f"{note[1]}, or give --accept of at most {limit.tokens:g}")
 
 
 def parse_context(text: str | int | float | None) -> float | None:
@@ -556,13 +564,21 @@ def edited_block(draws: Fit, sc: Scenario) -> tuple[str, str] | None:
     here bounds every question: a fit compares cards without it), so a card edited from 16 to
     8 after a fit refused the fit's own acceptance of 10 with "tokens per step lie in 1 .. 8",
     which no flag meets, and without a word of the block-16 card the fit stored."""
+    return edited_card_block(draws, sc.model, sc.method,
+                             None if sc.drafter is None else sc.drafter.drafter, sc.limit)
+
+
+def edited_card_block(draws: Fit, model: str | None, method: str, drafter: str | None,
+                      limit: AcceptLimit) -> tuple[str, str] | None:
+    """:func:`edited_block` of a question given by its parts (``track``'s query, which is no
+    :class:`Scenario`): ``model`` (None: the fit's), ``method``, the ``drafter`` card's name
+    (None: the default card) and the ``limit`` its acceptance was checked against."""
     from ddtree_bayes.core.drafters import trained_block
 
-    target = priced_target(draws, sc.model)
-    if not sc.limit.rule.startswith("the trained block") or target is None:
+    target = priced_target(draws, model)
+    if not limit.rule.startswith("the trained block") or target is None:
         return None
-    name = None if sc.drafter is None else sc.drafter.drafter
-    here = trained_block(drafter_cards(draws), target, sc.method, name)
+    here = trained_block(drafter_cards(draws), target, method, drafter)
     if here is None:
         return None
     block, card = here
@@ -570,7 +586,7 @@ def edited_block(draws: Fit, sc: Scenario) -> tuple[str, str] | None:
                    if d.get("drafter") == card.drafter), None)
     if stored is None or stored == block:
         return None
-    return (f"; fit {draws.meta['fit_id']} stored {target}'s {sc.method} drafter "
+    return (f"; fit {draws.meta['fit_id']} stored {target}'s {method} drafter "
             f"{card.drafter} at block_size {stored}, and data/drafters.csv gives it block_size "
             f"{block}",
             "re-run `ddtree-bayes fit` to fit with the edited card, or restore block_size "

@@ -203,7 +203,12 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     was tracked, and a fit "cannot answer it yet"); the default question's block, which the
     query did not ask, is tracked as before (the fit says why it cannot answer it)."""
     from ddtree_bayes.core.methods import max_accept
-    from ddtree_bayes.engine.scenario import check_accept, parse_accept, trained_block_of
+    from ddtree_bayes.engine.scenario import (
+        check_accept,
+        edited_card_block,
+        parse_accept,
+        trained_block_of,
+    )
 
     q = normalize_query(query)
     _, verify, f, methods = _shape(q, draws, models)
@@ -223,9 +228,13 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
         trained = _trained_block_here(q, f, q["block"] is not None, models)
     if q["accept"] is None:
         return
-    check_accept(parse_accept(q["accept"]), q["accept"],
-                 max_accept(f["method"], f["block"], f["budget"], methods, verify,
-                            trained_block=trained))
+    limit = max_accept(f["method"], f["block"], f["budget"], methods, verify,
+                       trained_block=trained)
+    # (a fit's drafter card edited since: the refusal names the card the fit stored)
+    edited = None if draws is None else (
+        lambda: edited_card_block(draws, asked.get("model"), f["method"], q.get("drafter"),
+                                  limit))
+    check_accept(parse_accept(q["accept"]), q["accept"], limit, edited=edited)
 
 
 def _trained_block_here(q: dict[str, Any], f: dict[str, Any], asked: bool,
