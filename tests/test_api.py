@@ -801,3 +801,51 @@ def _card_in_two_folders(tmp_path):
     own_drafters(work, KIMI_DDTREE)   # (2 + 1 B read per pass)
     own_drafters(elsewhere, KIMI_DDTREE.replace(",2,2,1,", ",8,8,1,"))   # (8 + 1 B: another)
     return draws, work, elsewhere
+
+
+def test_a_call_without_a_workdir_inside_the_apis_keeps_the_apis_workdir(tmp_path,
+                                                                        monkeypatch):
+    """core/paths.working_in(None) set the working directory to "none given" (the current
+    one) rather than keeping the one an enclosing call was given: a library call made within
+    `db.predict(workdir=W)` that enters working_in with its own workdir left None
+    (workflows/living/tracking.query_rows wrapped its call in a nullcontext for this) read the
+    current directory's cards, not W's: the drafter card of W priced with the other folder's
+    8 + 1 B card (the number `predict` run here gives), or refused. None keeps the enclosing
+    directory: the same number as `predict` run in W."""
+    import numpy as np
+
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.engine import predictive as P
+    from test_engine_effects import KIMI_DDTREE, own_drafters, structured_engine_fit
+
+    base = structured_engine_fit()
+    draws = base.view(variables={**base.variables, "structure_sd": np.full(4, 0.04)})
+    work, elsewhere = tmp_path / "w", tmp_path / "here"
+    work.mkdir(), elsewhere.mkdir()
+    own_drafters(work, KIMI_DDTREE)   # (2 + 1 B read per pass)
+    own_drafters(elsewhere, KIMI_DDTREE.replace(",2,2,1,", ",8,8,1,"))   # (8 + 1 B: another)
+    ask = {"hardware": "b300", "gpus": 8, "method": "ddtree", "block": 16, "budget": 32,
+           "accept": "12", "engine": "sglang", "drafter": "my-kimi-ddtree"}
+    with pytest.warns(UserWarning, match=PAST_M9):   # (budget 32: M = 33)
+        monkeypatch.chdir(work)   # (as `predict --drafter my-kimi-ddtree` run in W)
+        in_work = api.predict(draws, **ask)["median"][0]
+        monkeypatch.chdir(elsewhere)
+        here = api.predict(draws, **ask)["median"][0]
+        import functools
+
+        real = P.predict
+
+        @functools.wraps(real)
+        def nested(*args, **kwargs):   # (a call inside that names no workdir of its own)
+            with paths.working_in(None):
+                return real(*args, **kwargs)
+
+        monkeypatch.setattr(P, "predict", nested)
+        from_elsewhere = api.predict(draws, workdir=work, **ask)["median"][0]
+    assert here != pytest.approx(in_work, rel=1e-3)   # (the two cards price it apart)
+    assert from_elsewhere == in_work
+    # nested directly; and outside any call None is the current directory, as before
+    with paths.working_in(work), paths.working_in(None):
+        assert paths.own_data_file("drafters.csv") == work / "data" / "drafters.csv"
+    with paths.working_in(None):
+        assert paths.own_data_file("drafters.csv") == elsewhere / "data" / "drafters.csv"

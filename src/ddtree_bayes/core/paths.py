@@ -20,9 +20,19 @@ _WORKDIR: ContextVar[Path | None] = ContextVar("ddtree_bayes_workdir", default=N
 def working_in(workdir: str | Path | None) -> Iterator[None]:
     """Within the block, a file read "here" (``data/`` and ``models/`` of the working
     directory, :func:`data_file` and :func:`own_data_file` without ``workdir``) is read from
-    ``workdir`` (None: the current directory, as without the block). ``db.predict(workdir=W,
-    drafter=NAME)`` priced NAME with the current directory's data/drafters.csv, not W's."""
-    token = _WORKDIR.set(None if workdir is None else Path(workdir))
+    ``workdir``. None changes nothing: the directory an enclosing block gave, else the current
+    one (it reset an enclosing ``db.predict(workdir=W)``'s to the current directory, so a call
+    inside naming no workdir read another folder's cards). ``db.predict(workdir=W,
+    drafter=NAME)`` priced NAME with the current directory's data/drafters.csv, not W's.
+
+    >>> with working_in("/w"), working_in(None):
+    ...     _root(None) == Path("/w")
+    True
+    """
+    if workdir is None:
+        yield
+        return
+    token = _WORKDIR.set(Path(workdir))
     try:
         yield
     finally:

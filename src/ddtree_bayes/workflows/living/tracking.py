@@ -410,14 +410,13 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
     ``workdir``: where ``data/`` is (default: here): the cards the query reads that the fit did
     not store (a ``--drafter``), as ``predict`` run there reads them (``db.predict``'s rule),
     and the seed estimates."""
-    from contextlib import nullcontext
-
     from ddtree_bayes.core.paths import working_in
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.question import Flags, resolve
 
-    # (resolve read a --drafter's card from the current directory, the seed estimates W's)
-    with nullcontext() if workdir is None else working_in(workdir):
+    # (resolve read a --drafter's card from the current directory, the seed estimates W's;
+    # None keeps an enclosing call's directory)
+    with working_in(workdir):
         question = resolve(draws, Flags.of(asked_query(draws, query, builtin)))
         if warnings is not None:
             warnings.extend(question.warnings)
