@@ -690,3 +690,23 @@ def test_next_merges_the_drafter_cards_here_once(tmp_path, monkeypatch):
     assert code == 0, err
     own = [a for a in calls if a and a[0] is not None]
     assert len(own) == 1, len(own)
+
+
+def test_next_builds_the_built_in_drafter_cards_once_without_a_file_of_its_own(tmp_path,
+                                                                              monkeypatch):
+    """13a1d175 made ``here_drafters`` build the overlay of ``data/drafters.csv`` once per call
+    (next's views of the fit, one per simulated result, each with its own memo, had built it
+    per view); a working directory without that file (the built-in cards alone) still built
+    them per view, in the fit's memo: ``drafter_table()`` 9 times in ``next --k 8``. Once per
+    call now, as with a file."""
+    from ddtree_bayes.core import drafters as D
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05, jitter=0.05, n=64)
+    assert not (work / "data" / "drafters.csv").exists()
+    calls: list[tuple] = []
+    real = D.drafter_table
+    monkeypatch.setattr(D, "drafter_table",
+                        lambda *a, **k: calls.append(a) or real(*a, **k))
+    code, out, err = run_cli(work, "next", "--k", "8", "--format", "json")
+    assert code == 0, err
+    assert len(calls) == 1, calls

@@ -344,12 +344,16 @@ def here_drafters(draws: Fit, workdir: Path | None = None) -> tuple:
     could be made with, ``--drafter``). Keyed by the file's bytes, so a card added while a
     Python session holds the fit counts; a file that does not load raises each time. Within
     a command (core/per_call.py) built once per file, whichever fit object asks: ``next``'s
-    views of the fit (one per simulated result, each with its own memo) built it 193 times."""
+    views of the fit (one per simulated result, each with its own memo) built it 193 times;
+    without a file of the directory's own, the built-in cards alone, once per call too (they
+    were built per view: 9 times in ``next --k 8``)."""
     from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.paths import own_data_file
 
     path = own_data_file("drafters.csv", workdir)
-    if path is not None and per_call.in_call():
+    if per_call.in_call():
+        if path is None:   # (the package's own file: unchanged within a call)
+            return per_call.parsed_text("built-in drafter cards", "", lambda: drafter_table())
         return per_call.parsed("drafter cards here", path, lambda: drafter_table(path))
     try:
         key = (str(path), per_call.read_bytes(path) if path is not None else b"")
