@@ -789,3 +789,32 @@ def test_an_accept_asked_above_an_edited_cards_block_names_the_stored_card(tmp_p
     # an --accept the edited card can emit is answered (with the block here, as before)
     code, out, err = run_cli(root, "predict", *query.replace("6", "3.5").split())
     assert code == 0, err
+
+
+def test_an_edited_block_from_the_built_in_cards_is_not_said_to_be_your_files(tmp_path,
+                                                                             monkeypatch):
+    """The refusal above named "data/drafters.csv" as the file giving the card's new block even
+    where no such file exists and the card here is the package's own (a fit made with an older
+    version, whose built-in card had another block): the user was sent to a file they do not
+    have. Now it says the built-in drafter cards give it."""
+    from ddtree_bayes.core import drafters as D
+    from ddtree_bayes.core.drafters import card_dict
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    own = KIMI_B8.replace("my/kimi-dflash-b8,", "my/kimi-dflash,")
+    (tmp_path / "c.csv").write_text(own)
+    (tmp_path / "b4.csv").write_text(own.replace(",8\n", ",4\n"))
+    draws = point_mass_draws(n=16, noise_sd=0.05)
+    draws.meta["model"]["drafter_cards"] = [card_dict(load_drafter_cards(tmp_path / "c.csv")[0])]
+    root = make_point_mass_workdir(tmp_path / "w", draws=draws)
+    (root / "data" / "drafters.csv").unlink(missing_ok=True)
+    table = D.drafter_table
+    # (the package's built-in cards, with the block-4 card among them)
+    monkeypatch.setattr(D, "drafter_table", lambda path=None, *a, **k: (
+        table(tmp_path / "b4.csv", *a, **k) if path is None else table(path, *a, **k)))
+    query = "--engine sglang --method ddtree --budget 32 --verify-tokens 33 --accept 6"
+    code, out, err = run_cli(root, "predict", *query.split())
+    assert code == 2 and out == ""
+    assert ("stored kimi-k2.6's ddtree drafter my/kimi-dflash at block_size 8, and the built-in "
+            "drafter cards give it block_size 4 (fix: ") in err
+    assert "data/drafters.csv gives" not in err

@@ -590,11 +590,21 @@ def edited_card_block(draws: Fit, model: str | None, method: str, drafter: str |
                    if d.get("drafter") == card.drafter), None)
     if stored is None or stored == block:
         return None
+    where = ("the built-in drafter cards give" if _builtin_block(card.drafter) == block
+             else "data/drafters.csv gives")
     return (f"; fit {draws.meta['fit_id']} stored {target}'s {method} drafter "
-            f"{card.drafter} at block_size {stored}, and data/drafters.csv gives it block_size "
-            f"{block}",
+            f"{card.drafter} at block_size {stored}, and {where} it block_size {block}",
             "re-run `ddtree-bayes fit` to fit with the edited card, or restore block_size "
             f"{stored} in data/drafters.csv to answer from this fit")
+
+
+def _builtin_block(name: str) -> int | None:
+    """The ``block_size`` of the built-in drafter card ``name`` (None: no such card, or none
+    given): the card here is the built-in one when it gives the same (a fit of an older
+    package version read another), else the user's ``data/drafters.csv``."""
+    from ddtree_bayes.core.drafters import drafter_table
+
+    return next((c.block_size for c in drafter_table() if c.drafter == name), None)
 
 
 def _bears(model: str, method: str, target: str, methods: set[str]) -> bool:
