@@ -992,7 +992,8 @@ def test_records_that_are_not_in_the_file(tmp_path):
 # --------------------------------------------------------------------------- properties
 
 
-@settings(max_examples=60, deadline=None, database=None)
+@settings(max_examples=60, deadline=None, database=None, derandomize=True,
+          print_blob=True)
 @given(batches=st.lists(st.sampled_from([1, 1, 2, 8, 16]), min_size=1, max_size=8),
        log=st.lists(st.sampled_from(["ggml_vulkan: Found 1 Vulkan devices:",
                                      "load_backend: loaded CUDA backend from libggml-cuda.so",
@@ -1023,7 +1024,8 @@ def test_a_sweep_imports_exactly_its_batch1_lines(tmp_path_factory, batches, log
         assert err.value.index == bad and "only single-stream" in str(err.value)
 
 
-@settings(max_examples=100, deadline=None, database=None)
+@settings(max_examples=100, deadline=None, database=None, derandomize=True,
+          print_blob=True)
 @given(st.lists(st.integers(1, 60), min_size=1, max_size=12))
 def test_span_reads_back_as_bench_records(indices):
     from ddtree_bayes.cli.args import record_list
@@ -1127,7 +1129,8 @@ def test_match_gpu_on_the_built_in_table(gpu_info, hardware):
     assert match_gpu(gpu_info, names) == hardware
 
 
-@settings(max_examples=80, deadline=None, database=None)
+@settings(max_examples=80, deadline=None, database=None, derandomize=True,
+          print_blob=True)
 @given(card=st.sampled_from(CARDS), org=st.sampled_from(["", "org/", "/mnt/models/", "C:\\models\\"]),
        case=st.sampled_from([str.lower, str.upper, str.title]),
        quant=st.sampled_from(["", "-Q4_K_M", "-Q8_0", "-IQ4_XS", "-BF16", "-FP8"]),

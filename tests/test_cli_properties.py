@@ -35,7 +35,7 @@ COMMANDS = ("fit", "predict", "compare", "report", "validate", "simulate", "add"
 NESTED = {"hardware": "list", "card": "add"}
 FAST = settings(max_examples=12, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
-LONG = settings(max_examples=300, deadline=None, database=None,
+LONG = settings(max_examples=300, deadline=None, database=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -650,7 +650,7 @@ def test_blank_lines_where_the_header_should_be(work, command):
 # ---------------------------------------------------------------- property tests
 FAST = settings(max_examples=30, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
-LONG = settings(max_examples=400, deadline=None, database=None,
+LONG = settings(max_examples=400, deadline=None, database=None, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow])
 #: The measurement columns, and ``concurrency`` (added as a column when an edit names it).
 CELL_COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget",
