@@ -395,3 +395,70 @@ def test_optimize_takes_the_flag_says_it_and_echoes_it(pm, tmp_path):
     assert code == 0, err
     said = [w for w in json.loads(out)["warnings"] if w.startswith("--new-deployment changes")]
     assert len(said) == 1 and "the fit did not measure group h200x8/sglang/ddtree" in said[0]
+
+
+def test_p_faster_than_ar_of_a_new_deployment_is_against_its_own_ar_step():
+    """P(faster than AR) of a --new-deployment question compares two steps of that other
+    deployment: its speculative step (the structural target step and the group's carried
+    overhead, not anchored) against its autoregressive step, the fit's step_ar_ms (8 ms at
+    C = 1: 125 tok/s), not the measured deployment's AR row (133 tok/s: 1000 / 133 ms,
+    anchored). With the system scatter 0 the flagged step is the structural one, so at
+    accept 3.25 the flagged rate is 3250 / 25.33 ms = 128.3 tok/s: faster than 125 in every
+    draw (P 1), slower than 133 in every draw (the P 0 it printed). At C = 8, accept 2.6:
+    2600 / 37.46 ms = 69.4 tok/s against the fit's 67.1 (P 1), not the anchored 71.4.
+    The unflagged question keeps the measured deployment's anchored AR step on both sides."""
+    draws = carried_point_mass()
+    ar = ask(draws, method="ar", new_deployment=False)
+    structural_ar = P.step_components(draws, ar, np.random.default_rng(0), anchor=False)[0]
+    anchored_ar = P.step_components(draws, ar, np.random.default_rng(0))[0]
+    assert structural_ar["step"][0] == pytest.approx(8.0, rel=1e-12)
+    assert anchored_ar["step"][0] == pytest.approx(1000 / 133, rel=1e-12)
+    for c, accept in ((1, 3.25), (8, 2.6)):
+        sc = dataclasses.replace(ask(draws), concurrency=c)
+        spec = P.step_components(draws, sc, np.random.default_rng(0))[0]["step"]
+        ar_c = dataclasses.replace(ar, concurrency=c)
+        own = P.step_components(draws, ar_c, np.random.default_rng(0), anchor=False)[0]["step"]
+        measured = P.step_components(draws, ar_c, np.random.default_rng(0))[0]["step"]
+        assert np.all(accept / spec > 1 / own) and np.all(accept / spec < 1 / measured)
+        got = P.p_faster_than_ar(draws, sc, np.full(draws.n_draws, accept),
+                                 np.random.default_rng(0))
+        assert got == 1.0
+        plain = dataclasses.replace(sc, new_deployment=False)
+        anchored = P.step_components(draws, plain, np.random.default_rng(0))[0]["step"]
+        assert P.p_faster_than_ar(draws, plain, np.full(draws.n_draws, accept),
+                                  np.random.default_rng(0)) == float(
+            np.mean(accept / anchored > 1 / measured))
+    rows = P.predict(draws, hardware="b300", gpus=8, engines=["sglang"], method="ddtree",
+                     block=16, budget=32, accept="3.25", concurrency=[1],
+                     new_deployment=True)
+    assert rows[0]["p_faster_than_ar"] == 1.0
+
+
+def test_optimize_new_deployment_compares_with_its_own_ar_step():
+    """optimize's note "autoregressive decoding ... is faster than the best budget" under
+    --new-deployment compares with the other deployment's AR step (the fit's, 125 tok/s per
+    user on the point mass), not the measured AR row's 133: a budget at 129 tok/s in every
+    draw beats the one and loses to the other."""
+    from ddtree_bayes.workflows.decisions.optimize import ar_beats
+
+    draws = carried_point_mass()
+    tok = np.full(draws.n_draws, 129.0)
+    flagged, plain = ask(draws), ask(draws, new_deployment=False)
+    assert ar_beats(draws, flagged, tok, 32, 1, 7) == []
+    (note,) = ar_beats(draws, plain, tok, 32, 1, 7)
+    assert note.startswith("autoregressive decoding (133 tok/s per user, median) is faster")
+
+
+def test_predict_says_what_a_new_deployments_p_faster_than_ar_compares(pm, tmp_path):
+    """The table's line after the crossover lines: P(> AR) of a new deployment is against that
+    deployment's AR step, the fit's, not the measured AR rows; absent without the flag."""
+    from ddtree_bayes.cli.predict import NEW_DEPLOYMENT_VERSUS_AR
+
+    q = ["predict", "--hardware", "b300", "--engine", "sglang", "--method", "ddtree",
+         "--block", "16", "--budget", "32", "--accept", "3.25", "--concurrency", "1,8"]
+    code, out, err = run_cli(pm, *q, "--new-deployment")
+    assert code == 0, err
+    assert NEW_DEPLOYMENT_VERSUS_AR + "\n" in out
+    code, out, err = run_cli(pm, *q)
+    assert code == 0, err
+    assert "P(> AR) of a new deployment" not in out

@@ -149,6 +149,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
               "total = the C streams together.")
         for line in crossover_lines(rows):
             print(line)
+        if versus_ar and first.get("new_deployment"):
+            print(NEW_DEPLOYMENT_VERSUS_AR)
     else:
         print("tok/s, posterior predictive (includes run-to-run noise); 'original' is the "
               "deterministic estimate with its flat +-30% band.")
@@ -163,6 +165,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
         for line in explain_lines(rows, probs[-1]):
             print(line)
     return 0
+
+
+#: The table's line under --new-deployment --concurrency: what P(> AR) compares
+#: (engine/predictive.py ``ar_anchored``).
+NEW_DEPLOYMENT_VERSUS_AR = ("P(> AR) of a new deployment: against that deployment's "
+                            "autoregressive step, the fit's (not anchored to the measured AR "
+                            "rows, which are the measured deployment's)")
 
 
 def explain_lines(rows: list[dict], prob: float) -> list[str]:

@@ -1391,7 +1391,9 @@ def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,
     """P(the speculative configuration ``sc`` decodes faster than autoregressive decoding on
     the same system, context and concurrency): per posterior draw, ``accept x 1000 / step``
     against ``1000 / step_ar(C)``, the true rates (no run-to-run noise), on the same draws,
-    each no faster than the memory read (:func:`~ddtree_bayes.engine.ceiling.step_rate`).
+    each no faster than the memory read (:func:`~ddtree_bayes.engine.ceiling.step_rate`);
+    for another deployment of a measured group (``--new-deployment``) against that
+    deployment's AR step, the fit's, not the measured AR rows' (:func:`ar_anchored`).
     A step that is not a number in some draw (a comparison with NaN is False, which read as
     "not faster": 0.0) is a :class:`QueryError` naming the step and its draws, as predict
     refuses a NaN answer (:func:`require_finite`).
@@ -1412,7 +1414,8 @@ def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,
     # they are one system's; drawn apart, their noise alone made AR "slower" 7% of the time
     seed = int(rng.integers(2**63))
     spec_step = step_components(fit, sc, np.random.default_rng(seed))[0]["step"]
-    ar_step = step_components(fit, ar, np.random.default_rng(seed))[0]["step"]
+    ar_step = step_components(fit, ar, np.random.default_rng(seed),
+                              anchor=ar_anchored(fit, sc))[0]["step"]
     # both no faster than the read, as the rows beside it are (engine/ceiling.py)
     rate, rate_ar = accept * step_rate(fit, sc, spec_step), step_rate(fit, ar, ar_step)
     nan = [(what, int(np.count_nonzero(np.isnan(r)))) for what, r in
@@ -1425,6 +1428,19 @@ def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,
                              "structure_sd draws are all 0 anchors a measured configuration "
                              "at 0/0): use a fit of NUTS draws (`ddtree-bayes fit`)")
     return float(np.mean(rate > rate_ar))
+
+
+def ar_anchored(fit: Fit, sc: Scenario) -> bool:
+    """Whether the autoregressive step a speculative question ``sc`` is compared with
+    (P(faster than AR), optimize's "autoregressive decoding is faster") is anchored to the
+    measured AR rows: yes, unless ``sc`` is another deployment of a measured group
+    (``--new-deployment``, :func:`~ddtree_bayes.engine.structure.new_deployment_group`).
+    Such a question's step is the structural one, not anchored to the group's rows, so its AR
+    is that deployment's too: the fit's AR step, not the measured deployment's AR row. The
+    measured row's offset on the AR side alone decided the comparison: on the B300 point mass
+    a flagged 128.3 tok/s read P(faster than AR) 0 against the measured row's 133 tok/s, where
+    the fit's AR step is 125 (tests/test_new_deployment.py)."""
+    return new_deployment_group(fit, sc) is None
 
 
 def mixture_p_faster(mixture: list[tuple[Fit, float]], sc: Scenario, source: AcceptSource,

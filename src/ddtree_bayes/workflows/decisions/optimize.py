@@ -63,6 +63,7 @@ from ddtree_bayes.workflows.decisions.common import (
     DEFAULT_BUDGETS,
     MIN_ESS,
     med90,
+    shared_components,
     shared_step,
 )
 
@@ -151,7 +152,9 @@ def ar_beats(draws: Fit, sc: P.Scenario, tok: np.ndarray, budget: int, concurren
     budgets only with each other, so at a high concurrency it recommended a budget that AR
     beat, without a word (predict --concurrency says it: P(faster than AR))."""
     ar_sc = sc.autoregressive()
-    ar = step_rate(draws, ar_sc, shared_step(draws, ar_sc, seed)[0])   # (capped as predict's)
+    # (--new-deployment: that deployment's AR step, the fit's, as predict's P(faster than AR))
+    step = shared_components(draws, ar_sc, seed, anchor=P.ar_anchored(draws, sc))[0]["step"]
+    ar = step_rate(draws, ar_sc, step)   # (capped as predict's)
     p = float(np.mean(tok > ar))
     if p >= 0.5:
         return []
