@@ -625,6 +625,57 @@ def test_diff_says_when_the_two_fits_had_other_seeds(tmp_path):
     validate_output("diff", out)
 
 
+def test_diff_says_when_the_two_fits_sampled_otherwise(tmp_path):
+    """`diff A B` of the bundled rows fitted twice with one seed, B with `fit --chains 2
+    --draws 2000` (A: 4 x 1000), printed "same measurements" and every parameter's change
+    (spec_tree_log_mu -4.57 -> -4.6, the default's width -1%) without a word that all of it
+    is the sampler's Monte Carlo noise: one seed, other chains and draws, are other draws. It
+    says which settings differ, and how to refit B comparably; the backend (nutpie or PyMC's
+    NUTS) and target_accept likewise."""
+    import h5py
+
+    from ddtree_bayes.engine import store
+    from test_cli_support import write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    data, models = work / "data", work / "models"
+    write_point_mass_fit(models, data / "measurements.csv", models / "priors.toml",
+                         data / "hardware.csv", fit_id="20260101T000001Z-othersmp")
+    path = store.fits_dir(models) / "20260101T000001Z-othersmp.nc"
+    with h5py.File(path, "r+") as fh:
+        meta = json.loads(fh.attrs[store.META_ATTR])
+        before = dict(meta["sampler"])
+        meta["sampler"].update(chains=2, backend="pymc")
+        fh.attrs[store.META_ATTR] = json.dumps(meta)
+    code, out, err = run_cli(work, "diff", "20260101T000000Z-pointmss", "latest")
+    assert code == 0, err
+    head = out[:out.index("posterior median")]
+    assert "  same measurements" in head
+    assert (f"sampler settings differ between the two fits: chains {before['chains']} -> 2, "
+            "backend nutpie -> pymc (other draws of one seed: part of every change below is "
+            f"Monte Carlo noise; `fit --chains {before['chains']} --backend nutpie` makes B's "
+            "draws comparable)") in head
+    got = json.loads(run_cli(work, "diff", "20260101T000000Z-pointmss", "latest", "--format",
+                             "json")[1])
+    assert got["inputs_differ"] == ["sampler"]
+    from test_json_schemas import validate_output
+
+    validate_output("diff", got)
+    code, out, _ = run_cli(work, "diff", "20260101T000000Z-pointmss",
+                           "20260101T000000Z-pointmss")
+    assert code == 0 and "sampler settings differ" not in out
+    # settings B's remedy ladder chose: no flags to ask for them again, it says whose
+    with h5py.File(path, "r+") as fh:
+        meta = json.loads(fh.attrs[store.META_ATTR])
+        meta["remedies"] = {"enabled": True, "outcome": "remedied", "remedy": 1,
+                            "attempts": []}
+        fh.attrs[store.META_ATTR] = json.dumps(meta)
+    code, out, err = run_cli(work, "diff", "20260101T000000Z-pointmss", "latest")
+    assert code == 0, err
+    assert ("Monte Carlo noise; the remedy ladder of fit 20260101T000001Z-othersmp chose its "
+            "settings)") in out
+
+
 def test_diff_says_when_the_hardware_table_or_model_form_differ(tmp_path):
     """A trust pass: `diff A B` of two fits of the same rows, B made with another hardware
     table (b300 at 6 TB/s) and another MoE form, printed "same measurements" and the changed

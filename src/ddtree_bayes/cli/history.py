@@ -102,7 +102,7 @@ def _resolve_id(models: Path, fit_id: str) -> Path:
 
 def _inputs_differ(a, b) -> list[tuple[str, str]]:
     """What besides the rows differs between fits ``a`` and ``b`` (key, line): the priors, the
-    sampler's seed, the hardware table, the model forms. ``diff`` named the priors only: of
+    sampler's seed and settings, the hardware table, the model forms. ``diff`` named the priors only: of
     two fits of the same rows on different hardware tables it said "same measurements" and
     nothing more."""
     from ddtree_bayes.core.hardware_table import SOURCE_COLUMNS
@@ -115,6 +115,9 @@ def _inputs_differ(a, b) -> list[tuple[str, str]]:
         out.append(("seed", f"sampler seeds differ between the two fits: {seed_a} -> {seed_b} "
                             "(part of every change below is Monte Carlo noise; `fit --seed "
                             f"{seed_a}` makes B's draws comparable)"))
+    sampler = _sampler_differs(a.meta, b.meta)
+    if sampler is not None:
+        out.append(("sampler", sampler))
     # the values by GPU, sources aside, as predict's hardware_changes compares them (a file
     # reordered or a source reworded is the same table)
     def values(fit) -> dict:
@@ -132,6 +135,43 @@ def _inputs_differ(a, b) -> list[tuple[str, str]]:
             out.append((key, f"{what} differs between the two fits: {ma.get(key, default)} -> "
                              f"{mb.get(key, default)}"))
     return out
+
+
+#: A fit's sampler settings (meta ``sampler``) and the ``fit`` flag that sets each.
+SAMPLER_FLAGS = {"chains": "--chains", "draws": "--draws", "tune": "--tune",
+                 "target_accept": "--target-accept", "backend": "--backend"}
+
+
+def _sampler_differs(a: dict, b: dict) -> str | None:
+    """The line saying which sampler settings (chains, draws, tuning, target_accept, backend)
+    differ between two fits' metadata ``a`` and ``b``, or None. One seed with other chains or
+    draws, or another backend, gives other draws: `diff` of the bundled rows fitted with
+    `--chains 2 --draws 2000` against 4 x 1000 printed "same measurements" and every
+    parameter's change (the default's width -1%) without a word that it is all Monte Carlo
+    noise, as it says for two seeds. The fit flags that make B's draws comparable are named
+    unless a fit's remedy ladder chose its settings (a rung's settings asked for again start
+    the ladder afresh; rung 3's parameterisation is no flag).
+
+    >>> _sampler_differs({"sampler": {"chains": 4, "draws": 1000}},
+    ...                  {"sampler": {"chains": 2, "draws": 2000}})[:66]
+    'sampler settings differ between the two fits: chains 4 -> 2, draws'
+    >>> _sampler_differs({"sampler": {"chains": 4}}, {"sampler": {"chains": 4}}) is None
+    True
+    """
+    sa, sb = a.get("sampler") or {}, b.get("sampler") or {}
+    changed = [k for k in SAMPLER_FLAGS if k in sa and k in sb and sa[k] != sb[k]]
+    if not changed:
+        return None
+    remedied = [m["fit_id"] for m in (a, b)
+                if (m.get("remedies") or {}).get("outcome", "passed") != "passed"]
+    how = (f"`fit {' '.join(f'{SAMPLER_FLAGS[k]} {sa[k]}' for k in changed)}` makes B's draws "
+           "comparable" if not remedied else
+           f"the remedy ladder of fit {' and '.join(remedied)} chose "
+           f"{'its' if len(remedied) == 1 else 'their'} settings")
+    return ("sampler settings differ between the two fits: "
+            + ", ".join(f"{k} {sa[k]} -> {sb[k]}" for k in changed)
+            + " (other draws of one seed: part of every change below is Monte Carlo noise; "
+            + how + ")")
 
 
 def _cards_differ(a, b) -> list[tuple[str, str]]:
