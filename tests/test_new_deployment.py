@@ -462,3 +462,57 @@ def test_predict_says_what_a_new_deployments_p_faster_than_ar_compares(pm, tmp_p
     code, out, err = run_cli(pm, *q)
     assert code == 0, err
     assert "P(> AR) of a new deployment" not in out
+
+
+def test_a_model_average_says_which_fit_the_flag_changes_nothing_in():
+    """predict --model-average --new-deployment mixing a structured fit (the flag carries its
+    group) with one of the fraction step form (the flag changes nothing there): with the
+    structured fit asked (--fit) the answer, labelled "new deployment", was 95% the fraction
+    fit's anchored one without a word (the warning was the asked fit's alone); with the
+    fraction fit asked, "changes nothing" was said of an answer the structured part changed.
+    Each fit of the mixture the flag changes nothing in is named, with its weight."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    structured, fraction = carried_point_mass(), point_mass_draws()
+    fraction.meta["fit_id"] = "fraction-fit"
+    structured.meta["fit_id"] = "structured-fit"
+    mixture = [(structured, 0.05), (fraction, 0.95)]
+    kw = dict(hardware="b300", gpus=8, engines=["sglang"], method="ddtree", block=16,
+              budget=32, accept="14", new_deployment=True, mixture=mixture)
+    for asked in (structured, fraction):
+        said: list[str] = []
+        P.predict(asked, warnings=said, **kw)
+        lines = [w for w in said if w.startswith("--new-deployment changes nothing")]
+        assert lines == [
+            "--new-deployment changes nothing for sglang ddtree on b300x8 in fit fraction-fit "
+            "(weight 0.95 of the model average): the fit's fraction step form has no group "
+            "costs to carry (fit the structured form for it)"], lines
+    # without a mixture the asked fit's own line, as before
+    said = []
+    P.predict(fraction, warnings=said, **{**kw, "mixture": None})
+    assert [w for w in said if w.startswith("--new-deployment")] == [
+        "--new-deployment changes nothing for sglang ddtree on b300x8: the fit's fraction step "
+        "form has no group costs to carry (fit the structured form for it)"]
+
+
+def test_predict_model_average_names_the_fit_the_flag_changes_nothing_in(pm, tmp_path,
+                                                                        monkeypatch):
+    """The CLI's predict --model-average --new-deployment says the same as the API: the
+    mixture (here the point-mass fit asked, structured, weight 0.05, and a fraction-form fit,
+    0.95; PSIS-LOO weights need real fits, so the mixture is given) gets one line per engine
+    naming the fraction fit; the asked fit's own line (none: it is structured) was all."""
+    from ddtree_bayes.engine import compare
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    fraction = point_mass_draws()
+    fraction.meta["fit_id"] = "fraction-fit"
+    monkeypatch.setattr(compare, "model_average",
+                        lambda draws, *a, **k: [(draws, 0.05), (fraction, 0.95)])
+    code, out, err = run_cli(pm, "predict", "--hardware", "b300", "--engine", "sglang",
+                             "--method", "ddtree", "--block", "16", "--budget", "32",
+                             "--accept", "14", "--model-average", "--new-deployment")
+    assert code == 0, err
+    assert ("warning: --new-deployment changes nothing for sglang ddtree on b300x8 in fit "
+            "fraction-fit (weight 0.95 of the model average): the fit's fraction step form "
+            "has no group costs to carry") in err
+    assert err.count("--new-deployment changes nothing") == 1

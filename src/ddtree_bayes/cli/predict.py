@@ -51,8 +51,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     asked = [(sc.model, sc.method) for sc in question.scenarios]
     pending = [*check_drafters(draws, asked, drafter=args.drafter, strict=args.strict),
                # (next's words: no drafter; none with --drafter, a card that serves it)
-               *drafter_gap_warnings(draws, asked, drafter=args.drafter),
-               *question.warnings]
+               *drafter_gap_warnings(draws, asked, drafter=args.drafter)]
     mixture = average = None
     weighed: list[str] = []
     if args.model_average:   # (weighed before the question's warnings print: its refusal,
@@ -61,6 +60,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
         mixture = compare.model_average(draws, seed=args.seed, warnings=weighed)
         average = compare.mixture_entries(mixture)   # (the JSON's model_average)
+    # (of a model average: --new-deployment's "changes nothing" said of each fit it is true of)
+    pending += P.mixture_warnings(draws, question, mixture)
     print_warnings(pending, warned)
     if question.note is not None:
         print(f"{PROG} predict: {question.note}", file=sys.stderr)

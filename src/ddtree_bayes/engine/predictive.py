@@ -12,6 +12,7 @@ import hashlib
 import io
 import math
 import numbers
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,7 @@ from ddtree_bayes.engine.structure import (
     group_learned,
     measured_configs,
     new_deployment_group,
+    new_deployment_warning,
     pass_drafter,
     pass_roofline,
     query_log_sd,
@@ -1238,12 +1240,44 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
     if notes is not None and question.note is not None:   # (the API answered it silently)
         notes.append(question.note)
     if warnings is not None:
-        warnings.extend(answer_warnings(fit, question, rows, prob=prob))
+        warnings.extend(answer_warnings(fit, question, rows, prob=prob, mixture=mixture))
     return rows
 
 
-def answer_warnings(fit: Fit, question: Question, rows: list[dict], *, prob: float = 0.9
-                    ) -> list[str]:
+def mixture_new_deployment_warnings(mixture: list[tuple[Fit, float]],
+                                    scenarios: Sequence[Scenario]) -> list[str]:
+    """A model average's ``--new-deployment changes nothing`` lines: one per fit of the
+    mixture (of positive weight) and question the flag changes nothing in, naming the fit
+    and its weight (:func:`~ddtree_bayes.engine.structure.new_deployment_warning`). The
+    asked fit's own lines said it of the whole answer, or nothing: a structured fit asked
+    beside a fraction-form fit of weight 0.95 answered "new deployment" with 95% of its
+    draws the measured deployment's anchored answer, without a word."""
+    out: list[str] = []
+    for d, weight in mixture:
+        if weight <= 0:
+            continue
+        within = f" in fit {d.meta['fit_id']} (weight {weight:.2f} of the model average)"
+        out += [w for sc in scenarios
+                if (w := new_deployment_warning(d, sc, within)) is not None]
+    return list(dict.fromkeys(out))
+
+
+def mixture_warnings(fit: Fit, question: Question, mixture: list[tuple[Fit, float]] | None
+                     ) -> list[str]:
+    """The warnings of ``question`` (asked of ``fit``) for the answer of ``mixture`` (None:
+    the asked fit's own):
+    its ``--new-deployment changes nothing`` lines are each fit's of the mixture
+    (:func:`mixture_new_deployment_warnings`), the rest as they are."""
+    if mixture is None:
+        return list(question.warnings)
+    unchanged = {w for sc in question.scenarios
+                 if (w := new_deployment_warning(fit, sc)) is not None}
+    return ([w for w in question.warnings if w not in unchanged]
+            + mixture_new_deployment_warnings(mixture, question.scenarios))
+
+
+def answer_warnings(fit: Fit, question: Question, rows: list[dict], *, prob: float = 0.9,
+                    mixture: list[tuple[Fit, float]] | None = None) -> list[str]:
     """What :func:`predict` warns of its answer ``rows`` to ``question`` (its ``warnings``):
     a method without a drafter (the stored and built-in cards, not this directory's), the
     question's own warnings, an interval too wide for the draws, the read cap and balanced
@@ -1252,7 +1286,7 @@ def answer_warnings(fit: Fit, question: Question, rows: list[dict], *, prob: flo
     once (workflows/report/sections.py ``default_answer``)."""
     return [*drafter_gap_warnings(fit, [(sc.model, sc.method) for sc in question.scenarios],
                                   here=False, drafter=question.flags.drafter),
-            *question.warnings, *wide_interval_warnings(prob, fit.n_draws),
+            *mixture_warnings(fit, question, mixture), *wide_interval_warnings(prob, fit.n_draws),
             *ceiling_warnings(rows), *routing_warnings(rows), *question.left_out]
 
 

@@ -732,16 +732,19 @@ def new_deployment_group(draws: Fit, sc: Scenario) -> str | None:
     return label if label is not None and group_learned(draws, label) else None
 
 
-def new_deployment_warning(draws: Fit, sc: Scenario) -> str | None:
+def new_deployment_warning(draws: Fit, sc: Scenario, within: str = "") -> str | None:
     """One line when ``--new-deployment`` changes nothing of ``sc``'s answer (None when it
     does, or was not asked): an autoregressive question (no speculative overhead; the target
     step is the fit's either way), a fit of the fraction step form (no group costs to carry),
     or a group the fit did not learn on the question's system (its overhead is already carried
     from another system or drawn from the population, as for any new deployment). A warning,
-    not a refusal: the flag asks for what such an answer already is."""
+    not a refusal: the flag asks for what such an answer already is. ``within``: words after
+    the system naming where (a fit of a model average: :func:`~ddtree_bayes.engine.
+    predictive.mixture_new_deployment_warnings`)."""
     if not sc.new_deployment or new_deployment_group(draws, sc) is not None:
         return None
-    lead = f"--new-deployment changes nothing for {sc.engine} {sc.method} on {sc.pair}: "
+    lead = (f"--new-deployment changes nothing for {sc.engine} {sc.method} on {sc.pair}"
+            f"{within}: ")
     if sc.method == AR_METHOD:
         return lead + ("an autoregressive step has no speculative overhead group to carry (the "
                        "target step is the fit's either way)")
