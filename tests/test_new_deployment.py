@@ -516,3 +516,35 @@ def test_predict_model_average_names_the_fit_the_flag_changes_nothing_in(pm, tmp
             "fraction-fit (weight 0.95 of the model average): the fit's fraction step form "
             "has no group costs to carry") in err
     assert err.count("--new-deployment changes nothing") == 1
+
+
+def test_diff_names_the_fit_a_tracked_flag_changes_nothing_in(pm, tmp_path):
+    """A tracked --new-deployment query under `diff A B` (and update) of a fraction-form fit A
+    and a structured fit B: the flag changed nothing in A (its answer was the measured
+    deployment's, anchored) and carried B's group, so the line's width change is mostly the
+    flag's; the warnings were B's alone (none here). Each fit's "changes nothing" line is
+    said, naming the fit; B to A too."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from test_cli_support import write_point_mass_fit
+
+    work = shutil.copytree(pm, tmp_path / "w")
+    data, models = work / "data", work / "models"
+    structured = json.loads((models / "latest.json").read_text())["fit_id"]
+    fraction = point_mass_draws(16, noise_sd=[0.05])
+    write_point_mass_fit(models, data / "measurements.csv", models / "priors.toml",
+                         data / "hardware.csv", fit_id="20260101T000001Z-fraction",
+                         draws=fraction)
+    code, out, err = run_cli(work, "track", "--hardware", "b300", "--engine", "sglang",
+                             "--method", "ddtree", "--block", "16", "--budget", "32",
+                             "--accept", "14", "--new-deployment")
+    assert code == 0, err
+    line = ("--new-deployment changes nothing for sglang ddtree on b300x8 in fit "
+            "20260101T000001Z-fraction ({}): the fit's fraction step form has no group costs "
+            "to carry (fit the structured form for it)")
+    for a, b, which in (("20260101T000001Z-fraction", structured, "before"),
+                        (structured, "20260101T000001Z-fraction", "after")):
+        code, out, err = run_cli(work, "diff", a, b)
+        assert code == 0, err
+        said = [w for w in err.splitlines() if "--new-deployment changes nothing" in w]
+        assert said == ["ddtree-bayes: warning: tracked query 'b300-sglang-ddtree-b16-B32-a14-new-"
+                        "deployment': " + line.format(which)], said

@@ -536,6 +536,28 @@ def asked_accept(r: dict) -> str:
     return r["accept"] if r["accept_kind"] in ("given", "uniform") else "default"
 
 
+#: How ``--new-deployment changes nothing ...`` starts (engine/structure.py
+#: ``new_deployment_warning``).
+UNCHANGED_LEAD = "--new-deployment changes nothing for "
+
+
+def unchanged(warning: str) -> bool:
+    """Whether ``warning`` says ``--new-deployment`` changes nothing of an answer."""
+    return warning.startswith(UNCHANGED_LEAD)
+
+
+def fit_named(warning: str, draws, which: str) -> str:
+    """``--new-deployment changes nothing for E M on SYSTEM: why`` of one of the two fits
+    :func:`compare_queries` asks, naming it: ``... on SYSTEM in fit ID (before): why``.
+
+    >>> fit_named("--new-deployment changes nothing for sglang ddtree on b300x8: the fit's "
+    ...           "fraction step form", type("F", (), {"meta": {"fit_id": "A"}}), "before")[:80]
+    '--new-deployment changes nothing for sglang ddtree on b300x8 in fit A (before): '
+    """
+    head, _, why = warning.partition(": ")
+    return f"{head} in fit {draws.meta['fit_id']} ({which}): {why}"
+
+
 def compare_queries(before, after, tracked: list[Tracked], seed: int,
                     workdir: Path | None = None, warnings: list[str] | None = None
                     ) -> list[dict]:
@@ -550,7 +572,8 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     ``before_error`` / ``after_error`` when a fit cannot answer the query (e.g. an unmeasured
     system, or a fit that failed its convergence gates: predict refuses it, so its interval is
     no answer). ``warnings``, when given, gets what ``predict`` warns of for each query's
-    flags under ``after`` (``before`` without it; once each, the query named, and in a fit
+    flags under ``after`` (``before`` without it; ``--new-deployment changes nothing`` of
+    either, naming the fit: :func:`fit_named`; once each, the query named, and in a fit
     of several models the model it asks: ``tracked query 'default' of
     llama-3.1-8b-instruct: ...``): an engine never measured is answered from the pooled
     population, as predict answers it, not without a word.
@@ -602,8 +625,14 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
             # (what predict warns of under the fit the user now has: ``after``'s; ``before``'s
             # only without one. Both were said: the default of a fit that had just measured
             # budget 32 was warned "more than any measured (at most 9)", the older fit's words)
-            if warnings is not None and (which == "after" or after is None):
-                for w in warned:
+            if warnings is not None:
+                both = before is not None and after is not None
+                said = [fit_named(w, draws, which) if both and unchanged(w) else w
+                        for w in warned
+                        # (--new-deployment's "changes nothing" of either fit, named: the flag
+                        # carried one fit's group and not the other's, and the change is that)
+                        if which == "after" or after is None or unchanged(w)]
+                for w in said:
                     # (in a fit of several models the query's model too: the built-in
                     # default is asked of each model the rows measure, one name for all)
                     text = (f"tracked query {t.name!r}"
