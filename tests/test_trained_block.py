@@ -559,7 +559,6 @@ def test_a_stored_card_takes_its_trained_block_from_the_card_here(tmp_path, monk
     as before: 32 for the older fit, 16 after the edit."""
     from ddtree_bayes.core.errors import QueryError
     from ddtree_bayes.engine import scenario as S
-
     draws = _fit_with_a_row_of_the_b32_card()
     older = [{k: v for k, v in d.items() if k != "block_size"}
              for d in draws.meta["model"]["drafter_cards"]]
@@ -818,3 +817,53 @@ def test_an_edited_block_from_the_built_in_cards_is_not_said_to_be_your_files(tm
     assert ("stored kimi-k2.6's ddtree drafter my/kimi-dflash at block_size 8, and the built-in "
             "drafter cards give it block_size 4 (fix: ") in err
     assert "data/drafters.csv gives" not in err
+
+
+def test_a_questions_trained_block_is_read_in_one_place(tmp_path, monkeypatch):
+    """Which block was a question's drafter trained at? ``trained_block_of`` (the block
+    refusal and the bound of what a step emits), ``latent_acceptance`` (the bound of an
+    acceptance drawn from its group's prior) and ``edited_block`` (a refusal naming a card
+    edited since the fit) each read it, with the same four steps written three times (the
+    target priced, none for AR, the cards here over the fit's, core's ``trained_block``).
+    One helper now, ``scenario.drafter_trained_block``: the block-8 card my/kimi-dflash-b8
+    (stored by the fit and here) gives 8 to all three; the helper made to say 4 is what
+    each of them takes, each asking it once."""
+    import numpy as np
+
+    from ddtree_bayes import api
+    from ddtree_bayes.core.drafters import card_dict
+    from ddtree_bayes.engine import scenario as S
+
+    root = make_point_mass_workdir(tmp_path / "w")
+    (root / "data" / "drafters.csv").write_text(KIMI_B8)
+    card = load_drafter_cards(root / "data" / "drafters.csv")[0]
+    monkeypatch.chdir(root)
+    draws = api.load(workdir=root)
+    draws.meta["model"]["drafter_cards"] = [card_dict(card)]   # (the fit stored it)
+
+    def ask(**kw):
+        return S.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                  method="ddtree", block=None, budget=32, verify_tokens=33,
+                                  context_tokens=None, **kw)
+
+    found = S.drafter_trained_block(draws, None, "ddtree")
+    assert found is not None and found[0] == 8 and found[1].drafter == "my/kimi-dflash-b8"
+    assert S.drafter_trained_block(draws, None, "ar") is None
+    assert S.trained_block_of(draws, None, "ddtree", None) == 8
+    sc = ask()
+    assert sc.limit.tokens == 8 and S.edited_block(draws, sc) is None   # (stored 8, here 8)
+    rng = np.random.default_rng(0)
+    assert S.latent_acceptance(draws, None, "ddtree", None, 33, rng)[0].max() <= 8.0
+
+    calls = []
+    monkeypatch.setattr(S, "drafter_trained_block",
+                        lambda *a, **k: calls.append(a[1:]) or (4, found[1]))
+    assert S.trained_block_of(draws, None, "ddtree", None) == 4 and len(calls) == 1
+    sc = ask()
+    assert sc.limit.tokens == 4 and len(calls) == 2
+    edited = S.edited_block(draws, sc)
+    assert len(calls) == 3 and edited is not None
+    assert "my/kimi-dflash-b8 at block_size 8, and data/drafters.csv gives it block_size 4" \
+        in edited[0], edited
+    accept = S.latent_acceptance(draws, None, "ddtree", None, 33, rng)[0]
+    assert len(calls) == 4 and accept.max() <= 4.0 and accept.max() > 3.0, accept.max()

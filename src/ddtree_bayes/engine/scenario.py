@@ -577,14 +577,12 @@ def edited_card_block(draws: Fit, model: str | None, method: str, drafter: str |
     """:func:`edited_block` of a question given by its parts (``track``'s query, which is no
     :class:`Scenario`): ``model`` (None: the fit's), ``method``, the ``drafter`` card's name
     (None: the default card) and the ``limit`` its acceptance was checked against."""
-    from ddtree_bayes.core.drafters import trained_block
-
-    target = priced_target(draws, model)
-    if not limit.rule.startswith("the trained block") or target is None:
+    if not limit.rule.startswith("the trained block"):
         return None
-    here = trained_block(drafter_cards(draws), target, method, drafter)
+    here = drafter_trained_block(draws, model, method, drafter)
     if here is None:
         return None
+    target = priced_target(draws, model)
     block, card = here
     stored = next((d.get("block_size") for d in draws.meta["model"].get("drafter_cards", ())
                    if d.get("drafter") == card.drafter), None)
@@ -1686,18 +1684,36 @@ def trained_block_of(draws: Fit, model: str | None, method: str, block: int | No
     asked at block 32 answered with an acceptance of 20, more than it emits per step).
     ``default_only``: why the asking command names no drafter (``track``): its fix asks for
     a default card trained at the block, and a fit again (core/drafters.py ``block_problem``)."""
-    from ddtree_bayes.core.drafters import block_problem, trained_block
+    from ddtree_bayes.core.drafters import block_problem
+
+    trained = drafter_trained_block(draws, model, method, drafter)
+    if trained is None:
+        return None
+    if block is not None and block > trained[0]:   # (core's refusal, its words)
+        problem = block_problem(drafter_cards(draws), str(priced_target(draws, model)), method,
+                                block, drafter, default_only=default_only,
+                                refit=default_only is not None)
+        if problem is not None:
+            raise QueryError(prefix + problem[0], fix=problem[1])
+    return trained[0]
+
+
+def drafter_trained_block(draws: Fit, model: str | None, method: str,
+                          drafter: str | None = None) -> tuple[int, DrafterCard] | None:
+    """The block a question's drafter was trained at, and its card: the card ``drafter``
+    names, else the default card of ``model``'s (None: the fit's, :func:`priced_target`)
+    ``method``, of the cards here over the fit's stored ones (:func:`drafter_cards`;
+    core/drafters.py ``trained_block``). None: an AR step, a fit naming no target, no card,
+    or its block not known. The one reading of it: the block refusal and the bound of what a
+    step emits (:func:`trained_block_of`), the bound of an acceptance drawn from its prior
+    (:func:`latent_acceptance`) and the refusal naming a card edited since the fit
+    (:func:`edited_block`)."""
+    from ddtree_bayes.core.drafters import trained_block
 
     target = priced_target(draws, model)
     if method == AR_METHOD or target is None:
         return None
-    cards = drafter_cards(draws)
-    problem = block_problem(cards, target, method, block, drafter, default_only=default_only,
-                            refit=default_only is not None)
-    if problem is not None:
-        raise QueryError(prefix + problem[0], fix=problem[1])
-    trained = trained_block(cards, target, method, drafter)
-    return None if trained is None else trained[0]
+    return trained_block(drafter_cards(draws), target, method, drafter)
 
 
 def priced_target(draws: Fit, model: str | None) -> str | None:
@@ -1830,15 +1846,11 @@ def latent_acceptance(draws: Fit, model: str | None, method: str, block: int | N
     if found is not None:
         g, group = found
         return np.asarray(draws.variables[AL.NAME])[:, g], group
-    from ddtree_bayes.core.drafters import trained_block
     from ddtree_bayes.core.sampling import prior_sample
 
     priors = draws.priors
-    # (the drafter's trained block bounds the prior as it bounds --accept: the cards here
-    # over the fit's, as trained_block_of reads them)
-    target = priced_target(draws, model)
-    trained = (None if target is None or method == AR_METHOD
-               else trained_block(drafter_cards(draws), target, method, drafter))
+    # (the drafter's trained block bounds the prior as it bounds --accept)
+    trained = drafter_trained_block(draws, model, method, drafter)
     prior, _ = AL.group_prior(priors, method, block, verify_tokens - 1, verify_tokens, model,
                               drafter, None if trained is None else trained[0])
     return prior_sample(prior, draws.n_draws, rng), None
