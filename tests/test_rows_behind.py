@@ -101,3 +101,65 @@ def test_rows_of_a_system_the_fit_has_no_parameters_for_do_not_stand_behind_it()
                                 method="eagle3", block=3, budget=3, accept="3"))
     assert (b.measured, b.reference, b.max_tokens) == (False, "b300x8", 9)
     assert measured_rows(d, "rtx-pro-6000x8").max_tokens == 4
+
+
+#: The rows the test below asks at b300x8: AR and DDTree at C = 1 with a blank context (rows
+#: 2, 3); vLLM's AR at a mean context of 16384.4 at C = 1 and 4 (4, 5); DDTree budgets 16
+#: (accept 5.0) and 32 (accept_len blank) at context 16384 (6, 7).
+POINT_ROWS = (
+    "model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,context_tokens,"
+    "concurrency,tok_s,source,notes\n"
+    "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,1,133,t,\n"
+    "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,,1,303,t,\n"
+    "kimi-k2.6,b300,8,vllm,ar,,,1,1.0,16384.4,1,120,t,\n"
+    "kimi-k2.6,b300,8,vllm,ar,,,1,1.0,16384.4,4,300,t,\n"
+    "kimi-k2.6,b300,8,sglang,ddtree,8,16,17,5.0,16384,1,280,t,\n"
+    "kimi-k2.6,b300,8,sglang,ddtree,8,32,33,,16384,1,250,t,\n")
+
+
+def test_the_rows_where_a_question_stands_are_read_in_one_place(monkeypatch):
+    """The fit's rows at a question's point (its system, concurrency and context, a row's mean
+    context rounded to whole tokens as a question asks it) were filtered three times over:
+    predict's clause on rows whose accept_len is blank (``blank_accept_rows``), its clause
+    on another engine's AR rows (``other_engines_ar``) and optimize's note on acceptances the
+    curve does not learn from (``unused_acceptances``). One helper now,
+    ``transfer.rows_at``: by hand, at C = 1 and context 16384 rows 4, 6 and 7 (16384.4 is
+    asked as 16384), at C = 4 row 5, at C = 1 and a blank context rows 2 and 3; each of the
+    three clauses says what those rows say, and says nothing when the helper finds none."""
+    import importlib
+
+    import numpy as np
+
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine import transfer
+    from ddtree_bayes.engine.scenario import resolve_scenario
+
+    opt = importlib.import_module("ddtree_bayes.workflows.decisions.optimize")
+    draws = dataclasses.replace(point_mass_draws(), data_csv=POINT_ROWS, memo={})
+
+    def ask(method, engine="sglang", concurrency=1, context=16384.0, **shape):
+        return resolve_scenario(draws, hardware="b300", gpus=8, engine=engine, method=method,
+                                block=shape.get("block"), budget=shape.get("budget"),
+                                verify_tokens=None, context_tokens=context,
+                                concurrency=concurrency)
+
+    ar, tree = ask("ar"), ask("ddtree", block=8, budget=32)
+    assert [r.row for r in transfer.rows_at(draws, ar)] == [4, 6, 7]
+    assert [r.row for r in transfer.rows_at(draws, ask("ar", concurrency=4))] == [5]
+    assert [r.row for r in transfer.rows_at(draws, ask("ar", context=0.0))] == [2, 3]
+    assert [r.row for r in transfer.rows_at(draws, ask("ar", context=16385.0))] == []
+    other = P.other_engines_ar(draws, ar)
+    assert "AR rows of another engine there (vllm 120 tok/s)" in other, other
+    blank = P.blank_accept_rows(draws, tree)
+    assert "(ddtree block 8 budget 32, M = 33: 250 tok/s)" in blank, blank
+    accept = np.full((draws.n_draws, 2), 4.0)
+    unused = opt.unused_acceptances(draws, tree, 8, (16, 32), accept)
+    assert len(unused) == 1 and "budget 16 at 5 (1 row; the curve: 4)" in unused[0], unused
+
+    calls = []
+    for module in (P, opt):
+        monkeypatch.setattr(module, "rows_at", lambda d, sc: calls.append(sc) or [])
+    fresh = dataclasses.replace(draws, memo={})   # (the clauses keep theirs per fit)
+    assert P.other_engines_ar(fresh, ar) == "" and P.blank_accept_rows(fresh, tree) == ""
+    assert opt.unused_acceptances(fresh, tree, 8, (16, 32), accept) == []
+    assert calls == [ar, tree, tree]

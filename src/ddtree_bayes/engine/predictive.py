@@ -88,6 +88,7 @@ from ddtree_bayes.engine.structure import (
 )
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.engine.transfer import (  # noqa: F401  (P.transferred_...)
+    rows_at,
     rows_behind,
     transferred_parameters,
 )
@@ -167,12 +168,9 @@ def blank_accept_rows(draws: Fit, sc: Scenario) -> str:
 
 
 def _blank_accept_rows(draws: Fit, sc: Scenario) -> str:
-    default_ctx = blank_context(draws)
-    rows = [r for r in fit_rows(draws)
-            if row_pair(draws, r) == sc.pair and r.engine == sc.engine
-            and r.method == sc.method and r.block == sc.block and r.budget == sc.budget
-            and r.verify_tokens == sc.verify_tokens and r.concurrency == sc.concurrency
-            and r.asked_context(default_ctx) == sc.context_tokens
+    rows = [r for r in rows_at(draws, sc)
+            if r.engine == sc.engine and r.method == sc.method and r.block == sc.block
+            and r.budget == sc.budget and r.verify_tokens == sc.verify_tokens
             and drafter_asked(draws, r.model, r.method, r.drafter) == sc.drafter_named]
     if not rows or any(r.accept_len is not None for r in rows):
         return ""
@@ -301,10 +299,8 @@ def other_engines_ar(draws: Fit, sc: Scenario) -> str:
 
 def _other_engines_ar(draws: Fit, sc: Scenario) -> str:
     seen: dict[str, list[float]] = {}
-    for r in fit_rows(draws):
-        ctx = r.asked_context(blank_context(draws))
-        if (r.method == AR_METHOD and r.engine != sc.engine and row_pair(draws, r) == sc.pair
-                and (r.concurrency, ctx) == (sc.concurrency, sc.context_tokens)):
+    for r in rows_at(draws, sc):
+        if r.method == AR_METHOD and r.engine != sc.engine:
             seen.setdefault(r.engine, []).append(r.tok_s)
     if not seen:
         return ""

@@ -64,6 +64,22 @@ def fit_rows(draws: Fit) -> list:
     return [r for r in draws.measurements.rows if r.row not in held]
 
 
+def rows_at(draws: Fit, sc: Scenario) -> list:
+    """The rows the fit learned from (:func:`fit_rows`) where a question stands: on its system
+    (a pair in a fit of several models), at its concurrency and at its context, a row's
+    context read as a question asks it (its mean context rounded to whole tokens, a blank one
+    at the fit's default: ``Measurement.asked_context``). The one reading of it for predict's
+    clauses on a configuration's rows with a blank accept_len and on another engine's AR rows
+    (engine/predictive.py) and optimize's note on the acceptances its curve does not learn
+    from."""
+    from ddtree_bayes.engine.target_models import row_pair
+
+    blank = blank_context(draws)
+    return [r for r in fit_rows(draws)
+            if row_pair(draws, r) == sc.pair and r.concurrency == sc.concurrency
+            and r.asked_context(blank) == sc.context_tokens]
+
+
 @dataclass(frozen=True)
 class RowsBehind:
     """Which measured system's rows stand behind a question's step (:func:`rows_behind`).

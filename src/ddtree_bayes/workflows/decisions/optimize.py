@@ -25,7 +25,7 @@ from ddtree_bayes.engine.ceiling import (
     routing_row,
     step_rate,
 )
-from ddtree_bayes.engine.posterior import Fit, blank_context
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import (
     context_warnings,
     default_question,
@@ -49,8 +49,8 @@ from ddtree_bayes.engine.structure import (
     fit_rows,
     new_deployment_warning,
 )
-from ddtree_bayes.engine.target_models import resolve_model, row_pair
-from ddtree_bayes.engine.transfer import rows_behind
+from ddtree_bayes.engine.target_models import resolve_model
+from ddtree_bayes.engine.transfer import rows_at, rows_behind
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     AcceptanceRows,
     curve_accept,
@@ -127,12 +127,9 @@ def unused_acceptances(draws: Fit, sc: P.Scenario, block: int, budgets: tuple[in
     measured at 13.1, shown at the curve's 10.0 beside "anchored to the measured ddtree budget
     32")."""
     seen: dict[int, list[float]] = {}
-    default_ctx = blank_context(draws)
-    for r in fit_rows(draws):   # (not the rows a validation fold holds out)
-        ctx = r.asked_context(default_ctx)
-        if (row_pair(draws, r) == sc.pair and r.method == sc.method and r.block == block
-                and r.budget in budgets and r.accept_len is not None
-                and (r.concurrency, ctx) == (sc.concurrency, sc.context_tokens)):
+    for r in rows_at(draws, sc):   # (not the rows a validation fold holds out)
+        if (r.method == sc.method and r.block == block and r.budget in budgets
+                and r.accept_len is not None):
             seen.setdefault(r.budget, []).append(r.accept_len)
     if not seen:
         return []
