@@ -867,3 +867,39 @@ def test_a_questions_trained_block_is_read_in_one_place(tmp_path, monkeypatch):
         in edited[0], edited
     accept = S.latent_acceptance(draws, None, "ddtree", None, 33, rng)[0]
     assert len(calls) == 4 and accept.max() <= 4.0 and accept.max() > 3.0, accept.max()
+
+
+def test_a_configurations_limit_with_its_drafter_is_set_in_one_place(kimi_b8, monkeypatch):
+    """What a step can emit with its drafter (the methods table's bound at the block the
+    drafter was trained at) was set on a scenario twice, each writing ``trained_block_of``
+    then ``accept_limit``: by ``resolve_scenario`` (the default card's, or ``--drafter``'s)
+    and by ``with_drafter`` (the card ``--drafter`` names). Both ask ``drafter_limit`` now:
+    by hand, DDTree budget 32 with no block and the block-8 card my/kimi-dflash-b8 emits at
+    most 8 tokens a step (8 - 1 drafts + 1), not 33 (M); the helper made to say 5 is what
+    both scenarios carry, each asking it once."""
+    from ddtree_bayes import api
+    from ddtree_bayes.core.methods import max_accept
+    from ddtree_bayes.engine import scenario as S
+
+    monkeypatch.chdir(kimi_b8)
+    draws = api.load(workdir=kimi_b8)
+    draws.meta["model"]["step_form"] = "structured"   # (--drafter's; no step is priced here)
+
+    def ask():
+        return S.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                  method="ddtree", block=None, budget=32, verify_tokens=33,
+                                  context_tokens=None)
+
+    sc = ask()
+    assert sc.limit.tokens == 8 and sc.limit.rule.startswith("the trained block")
+    assert S.with_drafter(draws, sc, "my/kimi-dflash-b8").limit.tokens == 8
+    assert S.drafter_limit(draws, None, "ddtree", None, 32, 33).tokens == 8
+    assert S.drafter_limit(draws, None, "ar", None, None, 1).tokens == 1
+
+    calls = []
+    five = max_accept("ddtree", None, 32, draws.methods, 33, trained_block=5)
+    monkeypatch.setattr(S, "drafter_limit", lambda *a, **k: calls.append(a[1:]) or five)
+    sc = ask()
+    assert sc.limit.tokens == 5 and len(calls) == 1
+    assert S.with_drafter(draws, sc, "my/kimi-dflash-b8").limit.tokens == 5 and len(calls) == 2
+    assert calls[1][5] == "my/kimi-dflash-b8"   # (the card --drafter names)

@@ -978,9 +978,8 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
                          fix="give the number of streams decoded together, e.g. 1,4,8")
     # a block above the one the model's drafter was trained at is refused; with no block
     # given, that block bounds what a step emits (core/drafters.py trained_block)
-    trained = trained_block_of(draws, model, method, block, drafter,
-                               default_only=None if drafter is not None else default_only)
-    limit = accept_limit(draws, method, block, budget, int(verify_tokens), trained)
+    limit = drafter_limit(draws, model, method, block, budget, int(verify_tokens), drafter,
+                          default_only=None if drafter is not None else default_only)
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
                     float(context_tokens), measured, model, multi, limit, int(concurrency),
                     kv_cache=check_kv_cache(kv_cache), gpus_from=gpus_from)
@@ -1624,8 +1623,8 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "",
                                           + stored_card_note(draws, name))
     # (this drafter's trained block, not the default card's: refused above it, and the bound
     # of what a step emits)
-    trained = trained_block_of(draws, sc.model, sc.method, sc.block, name, prefix)
-    limit = accept_limit(draws, sc.method, sc.block, sc.budget, sc.verify_tokens, trained)
+    limit = drafter_limit(draws, sc.model, sc.method, sc.block, sc.budget, sc.verify_tokens,
+                          name, prefix)
     return dataclasses.replace(sc, drafter=card, accept_limit=limit,
                                drafter_named=drafter_asked(draws, sc.model, sc.method, name))
 
@@ -1671,6 +1670,20 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
         verify_tokens = derive_verify_tokens(method, block, budget, draws.methods)
     return max_accept(method, block, budget, draws.methods, verify_tokens,
                       trained_block=trained_block)
+
+
+def drafter_limit(draws: Fit, model: str | None, method: str, block: int | None,
+                  budget: int | None, verify_tokens: int, drafter: str | None = None,
+                  prefix: str = "", default_only: str | None = None) -> AcceptLimit:
+    """What one step of a configuration can emit with its drafter: the fit's methods table's
+    bound (:func:`accept_limit`) at the block the card ``drafter`` names (None: ``model``'s
+    default card of ``method``) was trained at (:func:`trained_block_of`, which refuses a
+    block above it; ``prefix`` and ``default_only`` as there). The one bound a scenario
+    carries (:attr:`Scenario.accept_limit`), set by :func:`resolve_scenario` and, for the
+    card ``--drafter`` names, :func:`with_drafter`."""
+    trained = trained_block_of(draws, model, method, block, drafter, prefix,
+                               default_only=default_only)
+    return accept_limit(draws, method, block, budget, verify_tokens, trained)
 
 
 def trained_block_of(draws: Fit, model: str | None, method: str, block: int | None,
