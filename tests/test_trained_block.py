@@ -903,3 +903,36 @@ def test_a_configurations_limit_with_its_drafter_is_set_in_one_place(kimi_b8, mo
     assert sc.limit.tokens == 5 and len(calls) == 1
     assert S.with_drafter(draws, sc, "my/kimi-dflash-b8").limit.tokens == 5 and len(calls) == 2
     assert calls[1][5] == "my/kimi-dflash-b8"   # (the card --drafter names)
+
+
+def test_tracks_acceptance_bound_is_the_one_predict_sets(kimi_b8, monkeypatch):
+    """``track``'s check of a query's ``--accept`` with a fit (workflows/living/tracking.py
+    ``check_accept_limit``) wrote the bound a third time (``trained_block_of``, then core's
+    ``max_accept``); it asks ``scenario.drafter_limit`` now, as ``resolve_scenario`` and
+    ``with_drafter`` do. By hand: DDTree budget 32, no block, of kimi-k2.6 with the block-8
+    card: ``--accept 8`` tracked, 9 refused; the helper made to say 5 refuses 6, once per
+    check."""
+    from ddtree_bayes import api
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.core.methods import max_accept
+    from ddtree_bayes.engine import scenario as S
+    from ddtree_bayes.workflows import living
+
+    monkeypatch.chdir(kimi_b8)
+    draws = api.load(workdir=kimi_b8)
+
+    def check(accept):
+        living.check_accept_limit(living.normalize_query(
+            {"method": "ddtree", "budget": 32, "engine": "sglang", "accept": accept}), draws)
+
+    check("8")
+    with pytest.raises(QueryError, match="at most 8 tokens per step"):
+        check("9")
+    calls = []
+    five = max_accept("ddtree", None, 32, draws.methods, 33, trained_block=5)
+    monkeypatch.setattr(S, "drafter_limit", lambda *a, **k: calls.append(a[1:]) or five)
+    check("5")
+    assert len(calls) == 1
+    with pytest.raises(QueryError, match="at most 5 tokens per step"):
+        check("6")
+    assert len(calls) == 2

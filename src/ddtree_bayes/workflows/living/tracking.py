@@ -203,38 +203,32 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     was tracked, and a fit "cannot answer it yet"); the default question's block, which the
     query did not ask, is tracked as before (the fit says why it cannot answer it)."""
     from ddtree_bayes.core.methods import max_accept
-    from ddtree_bayes.engine.scenario import (
-        check_accept,
-        edited_card_block,
-        parse_accept,
-        trained_block_of,
-    )
+    from ddtree_bayes.engine import scenario as S
 
     q = normalize_query(query)
     _, verify, f, methods = _shape(q, draws, models)
     if q["accept"] is None and q["block"] is None:   # (nothing the trained block bounds)
         return
-    trained = None
-    if draws is not None:
+    if draws is not None:   # (the fit's methods table: _shape's)
         asked = asked_query(draws, q, drop_ar_flags=False)
-        try:
-            trained = trained_block_of(draws, asked.get("model"), f["method"], f["block"],
-                                       q.get("drafter"))
+        try:   # (as predict's scenario carries it)
+            limit = S.drafter_limit(draws, asked.get("model"), f["method"], f["block"],
+                                    f["budget"], verify, q.get("drafter"))
         except QueryError:   # (a block above it: refused when asked, else tracked and
             if q["block"] is not None:   # answered "cannot answer it yet")
                 raise
-            trained = None
+            limit = S.accept_limit(draws, f["method"], f["block"], f["budget"], verify)
     else:
-        trained = _trained_block_here(q, f, q["block"] is not None, models)
+        limit = max_accept(f["method"], f["block"], f["budget"], methods, verify,
+                           trained_block=_trained_block_here(q, f, q["block"] is not None,
+                                                             models))
     if q["accept"] is None:
         return
-    limit = max_accept(f["method"], f["block"], f["budget"], methods, verify,
-                       trained_block=trained)
     # (a fit's drafter card edited since: the refusal names the card the fit stored)
     edited = None if draws is None else (
-        lambda: edited_card_block(draws, asked.get("model"), f["method"], q.get("drafter"),
-                                  limit))
-    check_accept(parse_accept(q["accept"]), q["accept"], limit, edited=edited)
+        lambda: S.edited_card_block(draws, asked.get("model"), f["method"], q.get("drafter"),
+                                    limit))
+    S.check_accept(S.parse_accept(q["accept"]), q["accept"], limit, edited=edited)
 
 
 def _trained_block_here(q: dict[str, Any], f: dict[str, Any], asked: bool,
