@@ -723,15 +723,8 @@ def test_the_api_prices_a_drafter_from_the_workdirs_cards(tmp_path, monkeypatch)
     a K2.6 EAGLE-3 head of 1 B in W and one of 8 B here: 91.8 tok/s where `predict` in W
     answers 122), or refused a card W has. W's cards now, as `predict` run in W reads them:
     the same number as the API called from W itself."""
-    draws, work, elsewhere = _card_in_two_folders(tmp_path)
-    ask = {"hardware": "b300", "gpus": 8, "method": "ddtree", "block": 16, "budget": 32,
-           "accept": "12", "engine": "sglang", "drafter": "my-kimi-ddtree"}
-    with pytest.warns(UserWarning, match=PAST_M9):   # (budget 32: M = 33)
-        monkeypatch.chdir(work)   # (as `predict --drafter my-kimi-ddtree` run in W)
-        in_work = api.predict(draws, **ask)["median"][0]
-        monkeypatch.chdir(elsewhere)
-        here = api.predict(draws, **ask)["median"][0]
-        from_elsewhere = api.predict(draws, workdir=work, **ask)["median"][0]
+    in_work, here, from_elsewhere = _asked_in_work_and_elsewhere(
+        monkeypatch, *_card_in_two_folders(tmp_path))
     assert here != pytest.approx(in_work, rel=1e-3)   # (the two cards price it apart)
     assert from_elsewhere == in_work
 
@@ -787,6 +780,24 @@ def test_accept_takes_any_sequence_as_concurrency_does():
     assert medians(np.int64(13)) == [650.0]
 
 
+#: the question asked of the drafter card ``my-kimi-ddtree`` of :func:`_card_in_two_folders`
+ASK_MY_DRAFTER = {"hardware": "b300", "gpus": 8, "method": "ddtree", "block": 16, "budget": 32,
+                  "accept": "12", "engine": "sglang", "drafter": "my-kimi-ddtree"}
+
+
+def _asked_in_work_and_elsewhere(monkeypatch, draws, work, elsewhere, nest=None):
+    """:data:`ASK_MY_DRAFTER`'s median asked by the API run in ``work``, run in ``elsewhere``,
+    and from there with ``workdir=work`` (``nest``: called before that last call)."""
+    with pytest.warns(UserWarning, match=PAST_M9):   # (budget 32: M = 33)
+        monkeypatch.chdir(work)   # (as `predict --drafter my-kimi-ddtree` run in W)
+        in_work = api.predict(draws, **ASK_MY_DRAFTER)["median"][0]
+        monkeypatch.chdir(elsewhere)
+        here = api.predict(draws, **ASK_MY_DRAFTER)["median"][0]
+        if nest is not None:
+            nest()
+        return in_work, here, api.predict(draws, workdir=work, **ASK_MY_DRAFTER)["median"][0]
+
+
 def _card_in_two_folders(tmp_path):
     """A structured Kimi fit and two folders each holding a drafter card named
     ``my-kimi-ddtree``: W's reads 2 + 1 B a pass, the other's 8 + 1 B."""
@@ -812,36 +823,22 @@ def test_a_call_without_a_workdir_inside_the_apis_keeps_the_apis_workdir(tmp_pat
     current directory's cards, not W's: the drafter card of W priced with the other folder's
     8 + 1 B card (the number `predict` run here gives), or refused. None keeps the enclosing
     directory: the same number as `predict` run in W."""
-    import numpy as np
+    import functools
 
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import predictive as P
-    from test_engine_effects import KIMI_DDTREE, own_drafters, structured_engine_fit
 
-    base = structured_engine_fit()
-    draws = base.view(variables={**base.variables, "structure_sd": np.full(4, 0.04)})
-    work, elsewhere = tmp_path / "w", tmp_path / "here"
-    work.mkdir(), elsewhere.mkdir()
-    own_drafters(work, KIMI_DDTREE)   # (2 + 1 B read per pass)
-    own_drafters(elsewhere, KIMI_DDTREE.replace(",2,2,1,", ",8,8,1,"))   # (8 + 1 B: another)
-    ask = {"hardware": "b300", "gpus": 8, "method": "ddtree", "block": 16, "budget": 32,
-           "accept": "12", "engine": "sglang", "drafter": "my-kimi-ddtree"}
-    with pytest.warns(UserWarning, match=PAST_M9):   # (budget 32: M = 33)
-        monkeypatch.chdir(work)   # (as `predict --drafter my-kimi-ddtree` run in W)
-        in_work = api.predict(draws, **ask)["median"][0]
-        monkeypatch.chdir(elsewhere)
-        here = api.predict(draws, **ask)["median"][0]
-        import functools
+    real = P.predict
 
-        real = P.predict
+    @functools.wraps(real)
+    def nested(*args, **kwargs):   # (a call inside that names no workdir of its own)
+        with paths.working_in(None):
+            return real(*args, **kwargs)
 
-        @functools.wraps(real)
-        def nested(*args, **kwargs):   # (a call inside that names no workdir of its own)
-            with paths.working_in(None):
-                return real(*args, **kwargs)
-
-        monkeypatch.setattr(P, "predict", nested)
-        from_elsewhere = api.predict(draws, workdir=work, **ask)["median"][0]
+    draws, work, elsewhere = _card_in_two_folders(tmp_path)
+    in_work, here, from_elsewhere = _asked_in_work_and_elsewhere(
+        monkeypatch, draws, work, elsewhere,
+        nest=lambda: monkeypatch.setattr(P, "predict", nested))
     assert here != pytest.approx(in_work, rel=1e-3)   # (the two cards price it apart)
     assert from_elsewhere == in_work
     # nested directly; and outside any call None is the current directory, as before

@@ -181,3 +181,18 @@ def listing(root: Path) -> dict[str, tuple[int, int]]:
             st = p.stat()
             out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
     return out
+
+
+def refits_seen(monkeypatch) -> list[dict]:
+    """``api.fit`` replaced by a stub that records its keyword arguments and interrupts (the
+    command exits 130, nothing written): whether and how `update` would refit, unsampled."""
+    from ddtree_bayes import api
+
+    seen: list[dict] = []
+
+    def fake_fit(*args, **kwargs):
+        seen.append(kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "fit", fake_fit)
+    return seen

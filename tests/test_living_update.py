@@ -21,7 +21,7 @@ from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine import store
 from ddtree_bayes.engine.testing import point_mass_draws
 from ddtree_bayes.workflows import living
-from test_cli_support import fitted_inputs
+from test_cli_support import fitted_inputs, refits_seen
 from test_cli_support import run_cli as call
 
 NEW_ROW = ["--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block", "16",
@@ -612,7 +612,6 @@ def test_update_refits_with_the_previous_fits_settings(updated, tmp_path, monkey
     metadata; a form its draws do not hold is an edited fit, refused since b11ca15.)"""
     import h5py
 
-    from ddtree_bayes import api
     from ddtree_bayes.core.paths import bundled
 
     work = copy_work(updated[0], tmp_path / "w")
@@ -627,13 +626,7 @@ def test_update_refits_with_the_previous_fits_settings(updated, tmp_path, monkey
     assert priors.count('\nmoe_form = "roofline"') == 1   # (the [model] key; a comment too)
     (work / "models" / "priors.toml").write_text(
         priors.replace('\nmoe_form = "roofline"', '\nmoe_form = "linear"'))
-    seen = []
-
-    def fake_fit(*args, **kwargs):
-        seen.append(kwargs)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(api, "fit", fake_fit)
+    seen = refits_seen(monkeypatch)
     code, out, err = call(work, "update", "--force")
     assert code == 130 and "MoE form roofline as in fit" in out, err
     assert "(the priors file says linear; --moe-form chooses)" in out
@@ -680,19 +673,12 @@ def test_track_add_refuses_verify_tokens_that_are_not_the_budgets(models_dir):
 def test_a_refit_flag_refits_a_fit_that_is_up_to_date(tmp_path, monkeypatch, flags, reason):
     """`update --draws 500` (or another --moe-form/--step-form, as --help says: "giving it
     refits") on an up-to-date fit said "nothing to refit" and ignored the flag."""
-    from ddtree_bayes import api
     from ddtree_bayes.engine import inference
     from test_cli_support import make_point_mass_workdir
 
     work = make_point_mass_workdir(tmp_path / "w")
     monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))  # up to date
-    seen = []
-
-    def fake_fit(*args, **kwargs):
-        seen.append(kwargs)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(api, "fit", fake_fit)
+    seen = refits_seen(monkeypatch)
     code, out, _ = call(work, "update")
     assert code == 0 and "nothing to refit" in out and seen == []
     code, out, _ = call(work, "update", *flags)
@@ -957,12 +943,9 @@ def test_predicts_stale_data_hint_names_the_file_update_needs(tmp_path):
                    "20260101T000000Z-pointmss; run `ddtree-bayes update` (or `fit`) to use it\n")
 
 
-def test_update_without_data_reads_a_byte_identical_copy_of_the_fits_file(tmp_path,
-                                                                          monkeypatch):
-    """The refusal compared paths only: a copied workspace whose data/measurements.csv is a
-    byte-identical copy of the mine.csv the fit was made on was refused (2, "fit ... was made
-    on mine.csv, but `update` without --data reads data/measurements.csv"), though the two
-    hold the fit's rows alike (its stored sha256). The default file is read."""
+def _fit_made_on_a_copy(tmp_path, monkeypatch):
+    """A point-mass workdir whose fit was made on ``mine.csv``, a byte-identical copy of its
+    data/measurements.csv: (the workdir, that default file, mine.csv)."""
     from ddtree_bayes.engine import inference
     from test_cli_support import make_point_mass_workdir, write_point_mass_fit
 
@@ -973,6 +956,16 @@ def test_update_without_data_reads_a_byte_identical_copy_of_the_fits_file(tmp_pa
     write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
                          work / "data" / "hardware.csv")
     monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
+    return work, default, mine
+
+
+def test_update_without_data_reads_a_byte_identical_copy_of_the_fits_file(tmp_path,
+                                                                          monkeypatch):
+    """The refusal compared paths only: a copied workspace whose data/measurements.csv is a
+    byte-identical copy of the mine.csv the fit was made on was refused (2, "fit ... was made
+    on mine.csv, but `update` without --data reads data/measurements.csv"), though the two
+    hold the fit's rows alike (its stored sha256). The default file is read."""
+    work, default, mine = _fit_made_on_a_copy(tmp_path, monkeypatch)
     code, out, err = call(work, "update")
     assert code == 0 and "nothing to refit" in out, err
     # one row more in the default file: it is no copy, and the refusal stands
@@ -994,16 +987,7 @@ def test_update_without_data_or_priors_reads_a_copy_edited_where_no_fit_reads(tm
     draws); the same for models/priors.toml copied from the fit's mine.toml and a comment
     added (update and predict call it unchanged). Such a copy is read; a number edited is
     still refused."""
-    from ddtree_bayes.engine import inference
-    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
-
-    work = make_point_mass_workdir(tmp_path / "w")
-    default = work / "data" / "measurements.csv"
-    mine = work / "mine.csv"
-    mine.write_bytes(default.read_bytes())
-    write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
-                         work / "data" / "hardware.csv")
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
+    work, default, mine = _fit_made_on_a_copy(tmp_path, monkeypatch)
     text = mine.read_text()
     assert ",133,B300 measurement" in text
     for edited in (text.replace("C=1 autoregressive;", "C=1 autoregressive, rerun;", 1),
@@ -1025,6 +1009,8 @@ def test_update_without_data_or_priors_reads_a_copy_edited_where_no_fit_reads(tm
     assert err.startswith("ddtree-bayes: error: fit 20260101T000000Z-pointmss was made on "
                           "mine.csv, but `update` without --data reads data/measurements.csv")
     # the priors: a copy with a comment added is read, a prior's number edited refused
+    from test_cli_support import write_point_mass_fit
+
     default.write_bytes(mine.read_bytes())
     priors, mine_priors = work / "models" / "priors.toml", work / "mine.toml"
     mine_priors.write_bytes(priors.read_bytes())
@@ -1690,7 +1676,6 @@ def test_an_edit_of_a_rows_notes_alone_leaves_the_fit_fresh(tmp_path, monkeypatc
     now leaves the fit fresh and update finds no row removed or new (it keeps the draws as
     they are: the bundled fit's update took 0.34 s instead of a 9 s refit); an edit of any
     number still makes the fit stale and the row one removed and one added."""
-    from ddtree_bayes import api
     from test_cli_support import make_point_mass_workdir
 
     work = make_point_mass_workdir(tmp_path / "w")
@@ -1701,13 +1686,7 @@ def test_an_edit_of_a_rows_notes_alone_leaves_the_fit_fresh(tmp_path, monkeypatc
     changed = [w for w in json.loads(out)["warnings"] if "changed since fit" in w]
     assert changed == ([f"{data} changed since fit 20260101T000000Z-pointmss; run "
                         "`ddtree-bayes update` (or `fit`) to use it"] if stale else [])
-    seen = []
-
-    def fake_fit(*args, **kwargs):
-        seen.append(kwargs)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(api, "fit", fake_fit)
+    seen = refits_seen(monkeypatch)
     code, out, err = call(work, "update", "--format", "json")
     reasons = seen[0]["extra_meta"]["refit_reasons"] if seen else []
     edited = "1 row of fit 20260101T000000Z-pointmss removed or edited"

@@ -678,18 +678,25 @@ def test_next_merges_the_drafter_cards_here_once(tmp_path, monkeypatch):
     193 times on the bundled fit (0.1 s of the 0.3 s ``here_drafters`` took). It is built
     once per call and file: ``drafter_table`` of the own file is called once here (``--k 8``),
     9 times before (the fit's, and one per candidate's view)."""
-    from ddtree_bayes.core import drafters as D
-
     work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05, jitter=0.05, n=64)
     shutil.copy(bundled("drafters.csv"), work / "data" / "drafters.csv")
+    calls = _next_drafter_tables(work, monkeypatch)
+    own = [a for a in calls if a and a[0] is not None]
+    assert len(own) == 1, len(own)
+
+
+def _next_drafter_tables(work, monkeypatch) -> list[tuple]:
+    """The arguments of every ``drafter_table`` call `next --k 8 --format json` makes in
+    ``work``."""
+    from ddtree_bayes.core import drafters as D
+
     calls: list[tuple] = []
     real = D.drafter_table
     monkeypatch.setattr(D, "drafter_table",
                         lambda *a, **k: calls.append(a) or real(*a, **k))
     code, out, err = run_cli(work, "next", "--k", "8", "--format", "json")
     assert code == 0, err
-    own = [a for a in calls if a and a[0] is not None]
-    assert len(own) == 1, len(own)
+    return calls
 
 
 def test_next_builds_the_built_in_drafter_cards_once_without_a_file_of_its_own(tmp_path,
@@ -699,14 +706,7 @@ def test_next_builds_the_built_in_drafter_cards_once_without_a_file_of_its_own(t
     per view); a working directory without that file (the built-in cards alone) still built
     them per view, in the fit's memo: ``drafter_table()`` 9 times in ``next --k 8``. Once per
     call now, as with a file."""
-    from ddtree_bayes.core import drafters as D
-
     work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05, jitter=0.05, n=64)
     assert not (work / "data" / "drafters.csv").exists()
-    calls: list[tuple] = []
-    real = D.drafter_table
-    monkeypatch.setattr(D, "drafter_table",
-                        lambda *a, **k: calls.append(a) or real(*a, **k))
-    code, out, err = run_cli(work, "next", "--k", "8", "--format", "json")
-    assert code == 0, err
+    calls = _next_drafter_tables(work, monkeypatch)
     assert len(calls) == 1, calls

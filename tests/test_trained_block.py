@@ -31,6 +31,7 @@ from test_add_intake import workdir
 from test_cli_support import (
     listing,
     make_point_mass_workdir,
+    refits_seen,
     run_cli,
     write_point_mass_fit,
 )
@@ -714,7 +715,6 @@ def test_update_refits_when_a_stored_drafter_cards_block_size_alone_was_edited(
     inferred acceptances), while predict then read block 12. The edit is a change of the
     cards, as an edit of any other field is: update refits, saying so. A fit stored before the
     column (no block_size) still compares its cards without it."""
-    from ddtree_bayes import api
     from ddtree_bayes.core.drafters import card_dict
     from ddtree_bayes.engine import inference
     from ddtree_bayes.engine.testing import point_mass_draws
@@ -727,13 +727,7 @@ def test_update_refits_when_a_stored_drafter_cards_block_size_alone_was_edited(
     work = make_point_mass_workdir(tmp_path / "w", draws=draws)
     (work / "data" / "drafters.csv").write_text(card)
     monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))  # up to date
-    seen = []
-
-    def fake_fit(*args, **kwargs):
-        seen.append(kwargs)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(api, "fit", fake_fit)
+    seen = refits_seen(monkeypatch)
     code, out, err = run_cli(work, "update")
     assert (code, seen) == (0, []) and "is up to date" in out, err
     (work / "data" / "drafters.csv").write_text(card.replace(",16\n", ",12\n"))
