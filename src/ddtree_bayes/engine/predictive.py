@@ -219,12 +219,9 @@ def _no_own_row(draws: Fit, sc: Scenario) -> str:
     measured acceptance (a blank accept_len: the anchor turns a row's tok/s into its step
     through the acceptance, so such a row anchors nothing, and native still carries
     SGLang's; "no native row there" was said of them too)."""
-    memo = draws.memo.setdefault("own_rows", {})
-    key = (tuple(draws.meta.get("held_out_rows", ())), sc.pair, sc.engine, sc.method)
-    if key not in memo:
-        memo[key] = any(r.engine == sc.engine and r.method == sc.method
-                        and row_pair(draws, r) == sc.pair for r in fit_rows(draws))
-    rows = memo[key]
+    from ddtree_bayes.engine.transfer import has_own_rows
+
+    rows = has_own_rows(draws, sc.pair, sc.engine, sc.method)
     return (f"no {sc.engine} {sc.method} row" + (" with a measured acceptance" if rows else "")
             + " there")
 

@@ -799,8 +799,7 @@ def ar_repeats(fit: Fit, asked: list[Asked]) -> dict[str, str]:
     model has no AR engine term), anchored to the base's AR rows as the base's is.
     Unless it measured AR rows of its own on the system (its anchor), its row adds nothing:
     {engine: the line saying so}, for the default engines (``--engine`` asks for it)."""
-    from ddtree_bayes.engine.structure import fit_rows
-    from ddtree_bayes.engine.target_models import row_pair
+    from ddtree_bayes.engine.transfer import has_own_rows
 
     engines = [a.scenario.engine for a in asked]
     bases = fit.meta.get("model", {}).get("relation_bases") or {}
@@ -809,8 +808,7 @@ def ar_repeats(fit: Fit, asked: list[Asked]) -> dict[str, str]:
         sc, base = a.scenario, bases.get(a.scenario.engine)
         if sc.method != AR_METHOD or base is None or base == sc.engine or base not in engines:
             continue
-        if any(r.method == AR_METHOD and r.engine == sc.engine and row_pair(fit, r) == sc.pair
-               for r in fit_rows(fit)):
+        if has_own_rows(fit, sc.pair, sc.engine, AR_METHOD):
             continue
         out[sc.engine] = (f"{sc.engine}: left out: autoregressive decoding has no speculative "
                           f"overhead for its relation to {base} to scale, so its step is "

@@ -80,6 +80,23 @@ def rows_at(draws: Fit, sc: Scenario) -> list:
             and r.asked_context(blank) == sc.context_tokens]
 
 
+def has_own_rows(draws: Fit, pair: str, engine: str, method: str) -> bool:
+    """Did the fit learn from (:func:`fit_rows`) a row of ``engine`` and ``method`` on the
+    system ``pair`` (a pair in a fit of several models)? Asked once per fit and question (kept
+    in the fit's memo, a validation fold's held-out rows in its key). The one reading of it for
+    predict's note on an engine carrying its base engine's anchor (engine/predictive.py
+    ``_no_own_row``) and the engines an autoregressive question leaves out (engine/question.py
+    ``ar_repeats``): each wrote its own filter over the fit's rows."""
+    from ddtree_bayes.engine.target_models import row_pair
+
+    memo = draws.memo.setdefault("own_rows", {})
+    key = (tuple(draws.meta.get("held_out_rows", ())), pair, engine, method)
+    if key not in memo:
+        memo[key] = any(r.engine == engine and r.method == method and row_pair(draws, r) == pair
+                        for r in fit_rows(draws))
+    return bool(memo[key])
+
+
 @dataclass(frozen=True)
 class RowsBehind:
     """Which measured system's rows stand behind a question's step (:func:`rows_behind`).
