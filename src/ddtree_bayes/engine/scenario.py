@@ -963,12 +963,7 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
             raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
                              "[transfer] section", fix="add one (see the bundled priors) and re-fit")
         check_weights_fit(draws, model, hardware, gpus)
-    verify_tokens = verified(method, block, budget, verify_tokens, draws.methods)
-    if method == AR_METHOD and verify_tokens != 1:
-        raise QueryError("autoregressive decoding verifies 1 token", fix="drop --verify-tokens")
-    budget = checked_shape(method, block, budget, int(verify_tokens), draws.methods)
-    if verify_tokens < 1:
-        raise QueryError("--verify-tokens must be >= 1", fix="give a positive whole number")
+    budget, verify_tokens = step_shape(method, block, budget, verify_tokens, draws.methods)
     if context_tokens is None:
         context_tokens = blank_context(draws)
     if context_tokens < 0:
@@ -983,6 +978,33 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
                     float(context_tokens), measured, model, multi, limit, int(concurrency),
                     kv_cache=check_kv_cache(kv_cache), gpus_from=gpus_from)
+
+
+def step_shape(method: str, block: int | None, budget: int | None,
+               verify_tokens: int | None, methods) -> tuple[int | None, int]:
+    """(budget, verify tokens) of a question's configuration: the tokens it verifies per step
+    (:func:`verified`), autoregressive decoding's 1, its budget as its shape implies
+    (:func:`checked_shape`) and at least 1 token, checked in that order; QueryError naming
+    the flag to fix. The one reading of a configuration's shape for :func:`resolve_scenario`
+    and ``track``'s checks of a query (workflows/living/tracking.py ``_shape``), which skipped
+    the two checks between (``track --method ar --verify-tokens 2`` was tracked, and "the
+    latest fit cannot answer it yet", where predict refuses it).
+
+    >>> step_shape("ddtree", 16, 32, None, None)
+    (32, 33)
+    >>> step_shape("ar", None, None, 2, None)
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.QueryError: autoregressive decoding verifies 1 token (fix: drop \
+--verify-tokens)
+    """
+    verify = verified(method, block, budget, verify_tokens, methods)
+    if method == AR_METHOD and verify != 1:
+        raise QueryError("autoregressive decoding verifies 1 token", fix="drop --verify-tokens")
+    budget = checked_shape(method, block, budget, int(verify), methods)
+    if verify < 1:
+        raise QueryError("--verify-tokens must be >= 1", fix="give a positive whole number")
+    return budget, int(verify)
 
 
 def verified(method: str, block: int | None, budget: int | None, verify_tokens: int | None,

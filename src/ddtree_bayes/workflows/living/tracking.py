@@ -186,8 +186,9 @@ def _stored(query: dict[str, Any]) -> dict[str, Any]:
 def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = None) -> None:
     """Refuse a query whose verify tokens cannot be told (a tree method given only its depth:
     :func:`~ddtree_bayes.engine.scenario.verified`), whose shape no configuration has (verify
-    tokens not its budget's, a chain's budget above its block:
-    :func:`~ddtree_bayes.core.methods.shaped_budget`), or whose
+    tokens not its budget's, a chain's budget above its block, autoregressive decoding
+    verifying more than 1 token: :func:`~ddtree_bayes.engine.scenario.step_shape`, as
+    predict's scenario checks it), or whose
     ``accept`` lies above what its configuration can emit per step
     (:func:`~ddtree_bayes.core.methods.max_accept`), its flags not given filled as
     :func:`query_rows` fills them (:func:`asked_query`: the fit's default question for the
@@ -273,12 +274,13 @@ def _shape(q: dict[str, Any], draws=None, models: Path | None = None
            ) -> tuple[int | None, int, dict[str, Any], Any]:
     """(budget, verify tokens, filled flags, methods table) of a normalized query, its flags
     not given filled as :func:`check_accept_limit` says; QueryError when its shape is none a
-    configuration has."""
+    configuration has (engine/scenario.py ``step_shape``, predict's checks in predict's
+    order)."""
     from ddtree_bayes.core.config import DEFAULT_QUESTION
     from ddtree_bayes.core.methods import load_methods
     from ddtree_bayes.core.paths import bundled
     from ddtree_bayes.engine.question import Flags, fill, question_default
-    from ddtree_bayes.engine.scenario import checked_shape, verified
+    from ddtree_bayes.engine.scenario import step_shape
 
     d = DEFAULT_QUESTION
     if draws is not None:
@@ -294,9 +296,9 @@ def _shape(q: dict[str, Any], draws=None, models: Path | None = None
         path = path if path is not None and path.exists() else bundled("priors.toml")
         methods = load_methods(path.read_text(), str(path))
     f, _ = fill(d, Flags.of(q), methods)
-    verify = verified(f["method"], f["block"], f["budget"], f["verify_tokens"], methods)
-    budget = checked_shape(f["method"], f["block"], f["budget"], int(verify), methods)
-    return budget, int(verify), f, methods
+    budget, verify = step_shape(f["method"], f["block"], f["budget"], f["verify_tokens"],
+                                methods)
+    return budget, verify, f, methods
 
 
 def same_query(a: dict[str, Any], b: dict[str, Any], draws=None,
