@@ -5,10 +5,70 @@ helper is asked (patched to say otherwise, every reader follows it)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ddtree_bayes.core.errors import QueryError
-from test_cli_support import make_point_mass_workdir, run_cli
+from test_cli_support import make_multi_model_workdir, make_point_mass_workdir, run_cli
+
+LLAMA = "llama-3.1-8b-instruct"
+
+
+@pytest.fixture
+def multi(tmp_path: Path) -> Path:
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    return make_multi_model_workdir(tmp_path / "m", multi_model_draws(16))
+
+
+# ------------------------------------------------------------------ 1. the GPU count
+def test_a_questions_gpu_count_without_gpus_is_read_in_one_place(multi, monkeypatch):
+    """The two-model fit measured kimi-k2.6 on 8 x B300 and llama-3.1-8b-instruct on 1 x H100.
+    By hand: the systems of each model on B300 (``measured_on``) are kimi's b300x8 and none of
+    llama's, so ``--model llama --hardware b300`` takes no default of its own and the count
+    8 of kimi's deployment (said so), in predict and optimize alike; and
+    ``question_default`` (the asked system's own default) and ``resolve_scenario`` (the count)
+    both read ``measured_on``: made to say llama ran B300 at 2, both follow it, each asking
+    once."""
+    from ddtree_bayes import api
+    from ddtree_bayes.engine import question as Q
+    from ddtree_bayes.engine import scenario as S
+
+    monkeypatch.chdir(multi)
+    draws = api.load(workdir=multi)
+    assert S.measured_on(draws, "b300", "kimi-k2.6") == [("kimi-k2.6", "b300", 8)]
+    assert S.measured_on(draws, "b300", LLAMA) == []
+    assert S.measured_on(draws, "h100", LLAMA) == [(LLAMA, "h100", 1)]
+
+    flags = ("--model", LLAMA, "--hardware", "b300", "--accept", "2", "--format", "json")
+    code, out, err = run_cli(multi, "predict", *flags)
+    assert code == 0, err
+    assert {r["gpus"] for r in json.loads(out)["rows"]} == {8}
+    assert "x8 is the GPU count of kimi-k2.6 on b300" in err
+    code, out, err = run_cli(multi, "optimize", "--model", LLAMA, "--hardware", "b300",
+                             "--engine", "vllm", "--budgets", "8,16", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["scenario"]["gpus"] == 8
+    from ddtree_bayes.workflows.decisions import parse_query  # (next --query's)
+
+    asked = parse_query(draws, f"--model {LLAMA} --hardware b300 --accept 2").scenario
+    assert (asked.hardware, asked.gpus) == ("b300", 8)
+    code, out, err = run_cli(multi, "track", "--model", LLAMA, "--hardware", "b300",
+                             "--accept", "2")
+    assert code == 0 and f"{LLAMA} b300 x8 vllm ddtree b16/B32 accept 2" in out, err
+
+    calls: list[tuple] = []
+    two = [(LLAMA, "b300", 2)]
+    monkeypatch.setattr(S, "measured_on", lambda *a: calls.append(a[1:]) or two)
+    monkeypatch.setattr(Q, "measured_on", S.measured_on)
+    d, own = Q.question_default(draws, Q.Flags(model=LLAMA, hardware="b300"))
+    assert not own and calls == [("b300", LLAMA)]   # (no llama row at b300x2: the default)
+    sc = S.resolve_scenario(draws, hardware="b300", gpus=None, engine="vllm", method="ar",
+                            block=None, budget=None, verify_tokens=None, context_tokens=None,
+                            model=LLAMA)
+    assert sc.gpus == 2 and sc.gpus_from == () and len(calls) == 2
 
 
 # ------------------------------------------------------------------ 2. the shape

@@ -50,6 +50,7 @@ from ddtree_bayes.engine.scenario import (
     edited_block,
     layer_split_warning,
     measured_acceptance,
+    measured_on,
     memory_warnings,
     other_drafters,
     other_drafters_note,
@@ -347,8 +348,7 @@ def question_default(fit: Fit, flags: Flags) -> tuple[DefaultQuestion, bool]:
         return d, False
     model = target_models.resolve_model(fit, flags.model)
     multi = target_models.is_multi(fit)
-    counts = sorted({g for m, hw, g in map(split_label, fit.measured_systems)
-                     if hw == flags.hardware and (not multi or m == model)})
+    counts = sorted({g for _, _, g in measured_on(fit, flags.hardware, model)})
     gpus = flags.gpus if flags.gpus is not None else counts[0] if len(counts) == 1 else None
     if gpus is None or gpus not in counts:
         return d, False

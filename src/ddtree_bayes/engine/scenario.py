@@ -911,6 +911,27 @@ q8_0, q4_0)
     return dtype
 
 
+def measured_on(draws: Fit, hardware: str, model: str | None
+                ) -> list[tuple[str | None, str, int]]:
+    """The measured systems (``split_label``: model, hardware, GPU count) of ``model`` on
+    ``hardware``: its own pairs in a fit of several models, every system on ``hardware`` in a
+    fit of one. The GPU count a question without ``--gpus`` takes comes from these first
+    (:func:`resolve_scenario`), and the asked system's own default question is theirs when
+    they hold one count (engine/question.py ``question_default``): one rule, so that no command
+    answers ``--hardware X`` for another count than the default it was filled from.
+
+    >>> from ddtree_bayes.engine.testing import multi_model_draws
+    >>> d = multi_model_draws(2)
+    >>> measured_on(d, "b300", "kimi-k2.6"), measured_on(d, "b300", "llama-3.1-8b-instruct")
+    ([('kimi-k2.6', 'b300', 8)], [])
+    """
+    from ddtree_bayes.engine.target_models import is_multi
+
+    multi = is_multi(draws)
+    return [p for p in map(split_label, draws.measured_systems)
+            if p[1] == hardware and (not multi or p[0] == model)]
+
+
 def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str, method: str,
                      block: int | None, budget: int | None, verify_tokens: int | None,
                      context_tokens: float | None, model: str | None = None,
@@ -937,9 +958,10 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
     if gpus is None:
         parsed = [split_label(s) for s in systems]
         on_hw = [p for p in parsed if p[1] == hardware]
-        # the model's own count on that GPU first, then any model's; for an unmeasured GPU the
-        # measured GPU count (the model's, in a fit of several), if there is only one
-        for candidates in ([p for p in on_hw if p[0] == model], on_hw,
+        # the model's own count on that GPU first (measured_on), then any model's; for an
+        # unmeasured GPU the measured GPU count (the model's, in a fit of several), if there
+        # is only one
+        for candidates in (measured_on(draws, hardware, model), on_hw,
                            [p for p in parsed if p[0] == model], parsed):
             counts = sorted({p[2] for p in candidates})
             if counts:
