@@ -142,3 +142,39 @@ def test_an_engines_own_rows_on_a_system_are_read_in_one_place(monkeypatch):
     assert calls == [("b300x8", "native", "ar")]
     assert P._no_own_row(draws, sc) == "no native ddtree row with a measured acceptance there"
     assert calls[-1] == ("b300x8", "native", "ddtree")
+
+
+# ------------------------------------------------------------------ 4. one priors text
+def test_fit_reads_its_priors_back_without_validating_them_again(tmp_path, monkeypatch):
+    """``fit`` validated its priors file, then the stored copy of the same text when it read
+    its fit back (``parse_priors`` twice). ``load_fit(priors=...)`` takes the file's
+    validation: no parse, and the same values the stored copy's parse gives (labelled as
+    the stored copy), its ``[methods]`` table too; a config of another text is refused."""
+    from ddtree_bayes.core import config as C
+    from ddtree_bayes.core import methods as MT
+    from ddtree_bayes.engine import store
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = work / "models" / "priors.toml"
+    cfg = C.parse_priors(path.read_text(), str(path))
+    fit_file = store.resolve(work / "models", "latest")
+    plain = store.load_fit(fit_file)
+    assert plain.priors == C.parse_priors(plain.priors_toml, "priors stored in the fit",
+                                          stored=True)
+
+    calls: list[str] = []
+    real_priors, real_methods = C.parse_priors, MT.load_methods
+    monkeypatch.setattr(C, "parse_priors", lambda *a, **k: calls.append("priors")
+                        or real_priors(*a, **k))
+    monkeypatch.setattr(MT, "load_methods", lambda *a, **k: calls.append("methods")
+                        or real_methods(*a, **k))
+    told = store.load_fit(fit_file, priors=cfg)
+    assert told.priors == plain.priors and told.priors.path == "priors stored in the fit"
+    assert told.methods == plain.methods and calls == []
+    again = store.load_fit(fit_file)   # (not told: the stored copy parsed, methods too)
+    assert again.priors == plain.priors and again.methods == plain.methods
+    assert sorted(calls) == ["methods", "priors"]
+
+    other = C.parse_priors(path.read_text() + "\n# edited\n", str(path))
+    with pytest.raises(ValueError, match="not the fit's"):
+        store.load_fit(fit_file, priors=other)

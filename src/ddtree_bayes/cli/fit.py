@@ -36,7 +36,8 @@ def _fit(args: argparse.Namespace) -> int:
         print("[fit] saved; checking the posterior against the measurements", file=sys.stderr,
               flush=True)
     # (diagnosed before it was saved; its measurements read by this process a moment ago)
-    draws = store.load_fit(result.path, rederive=False, measurements=result.measurements)
+    draws = store.load_fit(result.path, rederive=False, measurements=result.measurements,
+                           priors=result.priors)
     ppc = M.check_measurements(draws, seed=args.seed)
     result.timings["check_s"] = time.perf_counter() - t0   # reading back + the PPC
     inferred = AL.summarise(draws.meta, draws.variables)

@@ -343,7 +343,8 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     return inference.FitResult(fit_id=fit_id, path=path, converged=not failures,
                                failures=failures, diagnostics=diag_rows,
                                divergences=divergences, timings=timings, remedies=ladder,
-                               measurements=measurements, warnings=warnings)
+                               measurements=measurements, priors=inputs.priors,
+                               warnings=warnings)
 
 
 def fit_metadata(inputs: FitInputs, models: Path, ladder: dict, fit_id: str, measurements,

@@ -133,6 +133,10 @@ class FitResult:
     #: the measurements it was fit on, as validated (so reading the fit back does not
     #: validate them again: :meth:`ddtree_bayes.engine.posterior.Fit.knowing`)
     measurements: Measurements | None = field(default=None, repr=False)
+    #: the priors file as ``fit`` validated it (its own forms, not ``--moe-form``'s), so
+    #: reading the fit back does not validate the stored copy of the same text again
+    #: (:meth:`ddtree_bayes.engine.posterior.Fit.knowing`)
+    priors: PriorsConfig | None = field(default=None, repr=False)
     #: what fit warned of on stderr before sampling (a name one edit from another, runs of one
     #: configuration more than 2x apart)
     warnings: list[str] = field(default_factory=list)

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from ddtree_bayes.core.data import Measurements
     from ddtree_bayes.core.methods import MethodSpec
 
+#: The label of a fit's stored priors in what their parse says (an error, ``PriorsConfig.path``).
+STORED_PRIORS = "priors stored in the fit"
+
 #: The cached attributes a view shares with its fit when it keeps the same input texts.
 _SHARED_BY_TEXT = {"priors_tables": "priors_toml", "priors": "priors_toml", "methods": "priors_toml",
                    "hardware": "hardware_csv"}
@@ -87,14 +90,14 @@ class Fit:
         the stored acceptance curve are read from, so one answer parses it once."""
         from ddtree_bayes.core.methods import toml_tables
 
-        return self._stored(lambda: toml_tables(self.priors_toml, "priors stored in the fit"))
+        return self._stored(lambda: toml_tables(self.priors_toml, STORED_PRIORS))
 
     @cached_property
     def priors(self) -> PriorsConfig:
         """The priors file the fit was made with."""
         from ddtree_bayes.core.config import parse_priors
 
-        return self._stored(lambda: parse_priors(self.priors_toml, "priors stored in the fit",
+        return self._stored(lambda: parse_priors(self.priors_toml, STORED_PRIORS,
                                                  stored=True, tables=self.priors_tables))
 
     @cached_property
@@ -103,7 +106,7 @@ class Fit:
         that no longer validates as a whole still has to give)."""
         from ddtree_bayes.core.methods import load_methods
 
-        return self._stored(lambda: load_methods(self.priors_toml, "priors stored in the fit",
+        return self._stored(lambda: load_methods(self.priors_toml, STORED_PRIORS,
                                                  tables=self.priors_tables))
 
     @cached_property
@@ -145,12 +148,22 @@ class Fit:
             out.__dict__["measurements"] = self.__dict__["measurements"]
         return out
 
-    def knowing(self, measurements: Measurements) -> Fit:
+    def knowing(self, measurements: Measurements | None,
+                priors: PriorsConfig | None = None) -> Fit:
         """This fit, told the measurements it was made on (already validated by the process
-        that fit it: a 100,000-row file takes a second to validate again). Returns ``self``."""
-        if measurements.text != self.data_csv:
-            raise ValueError("these measurements are not the fit's")
-        self.__dict__["measurements"] = measurements
+        that fit it: a 100,000-row file takes a second to validate again) and the priors file
+        it was made with as that process validated it (``fit``: the file's text, strictly; the
+        stored copy of that text is read more leniently, so the same values, labelled as the
+        stored copy's errors are). Returns ``self``."""
+        if measurements is not None:
+            if measurements.text != self.data_csv:
+                raise ValueError("these measurements are not the fit's")
+            self.__dict__["measurements"] = measurements
+        if priors is not None:
+            if priors.text != self.priors_toml:
+                raise ValueError("these priors are not the fit's")
+            self.__dict__["priors"] = replace(priors, path=STORED_PRIORS)
+            self.__dict__["methods"] = priors.methods   # (its [methods], as load_methods reads it)
         return self
 
 

@@ -356,7 +356,7 @@ def opened(path: Path) -> Iterator:
 
 
 def load_fit(path: Path, *, rederive: bool = True, measurements: Measurements | None = None,
-             handle=None) -> Fit:
+             handle=None, priors: PriorsConfig | None = None) -> Fit:
     """Read the posterior group and metadata of a fit with h5py (fast, no xarray).
 
     ``rederive=False``: the draws' R-hat and bulk ESS are not derived again
@@ -364,7 +364,8 @@ def load_fit(path: Path, *, rederive: bool = True, measurements: Measurements | 
     these draws itself a moment before it saved them (``fit``); the stored diagnostics and
     the divergences are gated all the same. ``measurements``: the measurements the fit was
     made on as that process read them (:meth:`Fit.knowing`), which the checks of the fit's
-    model then use instead of parsing the stored copy of the same text again. ``handle``:
+    model then use instead of parsing the stored copy of the same text again; ``priors``:
+    likewise the priors file it validated (:meth:`Fit.knowing`). ``handle``:
     the file already open (:func:`opened`), read instead of opening ``path`` again."""
     import h5py
 
@@ -424,8 +425,8 @@ def load_fit(path: Path, *, rederive: bool = True, measurements: Measurements | 
     fit = Fit(path=path, meta=meta, variables=variables, data_csv=texts[0],
               priors_toml=texts[1], hardware_csv=texts[2],
               dims={name: tuple(dims) for name, dims in dims_of.items()})
-    if measurements is not None:
-        fit.knowing(measurements)
+    if measurements is not None or priors is not None:
+        fit.knowing(measurements, priors)
     _check_model(fit, labelled=bool(labels))
     return fit
 
