@@ -178,3 +178,50 @@ def test_fit_reads_its_priors_back_without_validating_them_again(tmp_path, monke
     other = C.parse_priors(path.read_text() + "\n# edited\n", str(path))
     with pytest.raises(ValueError, match="not the fit's"):
         store.load_fit(fit_file, priors=other)
+
+
+def test_the_acceptance_curves_check_takes_the_fits_methods_table(tmp_path, monkeypatch):
+    """optimize and report built a ``[methods]`` table twice: the fit's stored priors, and
+    the priors file's for its ``[acceptance_curve]`` check (the accept_ref prior within a
+    step). The file the fit was made with, the same text: the fit's table, one parse. Another
+    text (``--priors``): its own, naming it in its errors as before. By hand: the bundled curve,
+    DDTree block 16 at reference budget 16, a step emits at most 16 tokens; an accept_ref of
+    TruncNormal(30, 2.4, 1, 40) is refused by the file's own check, both ways."""
+    from ddtree_bayes import api
+    from ddtree_bayes.core import methods as MT
+    from ddtree_bayes.workflows.decisions import acceptance_curve as AC
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    monkeypatch.chdir(work)
+    draws = api.load(workdir=work)
+    calls: list[str] = []
+    real = MT.load_methods
+    monkeypatch.setattr(MT, "load_methods", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    curve, warned = AC.acceptance_curve_for(draws)
+    assert (curve.method, curve.block, curve.reference_budget, warned) == ("ddtree", 16, 16, [])
+    assert calls == []   # (the fit's table, parsed when it was loaded)
+
+    text = (work / "models" / "priors.toml").read_text()
+    other = work / "other.toml"
+    other.write_text(text + "\n# another text\n")
+    calls.clear()
+    AC.acceptance_curve_for(draws, other)
+    assert calls == ["other.toml"]
+
+    # an accept_ref above what a block-16 step at budget 16 emits (16): refused by the file's
+    # check with the fit's table (the fit stores the same text) and with its own, one line
+    at = text.index("[acceptance_curve.accept_ref]")
+    bad = text[:at] + text[at:].replace("mu = 9.4", "mu = 30.0", 1).replace(
+        "upper = 16.0", "upper = 40.0", 1)
+    (work / "models" / "priors.toml").write_text(bad)
+    from ddtree_bayes.core.errors import PriorsError
+
+    said = []
+    for fit in (draws.view(priors_toml=bad), draws):
+        calls.clear()
+        with pytest.raises(PriorsError) as err:
+            AC.acceptance_curve_for(fit)
+        said.append((str(err.value), calls[:]))
+    assert said[0][0] == said[1][0] and "acceptance_curve.accept_ref" in said[0][0]
+    assert "16" in said[0][0] and said[0][0].startswith("models/priors.toml")
+    assert said[0][1] == ["priors stored in the fit"] and said[1][1] == ["models/priors.toml"]

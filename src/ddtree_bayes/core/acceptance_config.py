@@ -4,6 +4,7 @@ budget, used only by ``optimize`` (fit and predict ignore it)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ddtree_bayes.core.config import (
@@ -14,7 +15,7 @@ from ddtree_bayes.core.config import (
     undeclared_curve_method,
 )
 from ddtree_bayes.core.errors import PriorsError, typo_fix
-from ddtree_bayes.core.methods import toml_tables
+from ddtree_bayes.core.methods import MethodSpec, toml_tables
 
 #: Distributions each acceptance-curve parameter may use, and the support it must respect.
 CURVE_PARAMS: dict[str, tuple[tuple[str, ...], float, float]] = {
@@ -61,10 +62,15 @@ class AcceptanceCurve:
 
 
 def parse_acceptance_curve(text: str, path: str = "<priors>", *, stored: bool = False,
-                           tables: dict | None = None) -> AcceptanceCurve | None:
+                           tables: dict | None = None,
+                           methods: Callable[[], Mapping[str, MethodSpec] | None] | None = None
+                           ) -> AcceptanceCurve | None:
     """The ``[acceptance_curve]`` section of priors TOML ``text`` (None if there is none).
     A key it does not know is refused (``metod = "eagle3"`` left the method at ddtree),
-    unless ``stored``: the curve a saved fit holds, read as it was fitted.
+    unless ``stored``: the curve a saved fit holds, read as it was fitted. ``methods``: asked
+    for ``text``'s ``[methods]`` table when the ``accept_ref`` check needs it, a caller's that
+    has it parsed already (a fit's, of the same text); None from it, or no ``methods``: parsed
+    here (:func:`~ddtree_bayes.core.methods.load_methods`, its errors naming ``path``).
 
     >>> from ddtree_bayes.core.paths import bundled
     >>> curve = parse_acceptance_curve(bundled("priors.toml").read_text())
@@ -124,7 +130,7 @@ def parse_acceptance_curve(text: str, path: str = "<priors>", *, stored: bool = 
         params[name] = prior
     if not stored:
         _accept_ref_within_a_step(raw, path, method, ints["block"], ints["reference_budget"],
-                                  params["accept_ref"])
+                                  params["accept_ref"], methods)
     return AcceptanceCurve(path=path, method=method, block=ints["block"],
                            reference_budget=ints["reference_budget"], measurement_sd=float(sd),
                            accept_ref=params["accept_ref"], gain=params["gain"],
@@ -133,14 +139,19 @@ def parse_acceptance_curve(text: str, path: str = "<priors>", *, stored: bool = 
 
 
 def _accept_ref_within_a_step(raw: dict, path: str, method: str, block: int,
-                              reference_budget: int, prior: Prior) -> None:
+                              reference_budget: int, prior: Prior,
+                              methods: Callable[[], Mapping[str, MethodSpec] | None] | None = None
+                              ) -> None:
     """Refuse an ``accept_ref`` prior reaching above what a step of ``method`` with ``block``
     at ``reference_budget`` can emit (core/methods ``max_accept``), as an ``[[acceptance]]``
     entry's is refused: a TruncNormal(30, 2.4, 1, 40) at a block-16 DDTree's budget 16 made
     optimize answer every budget at the cap, 16.0 (16.0-16.0), P(best) 1.00."""
     from ddtree_bayes.core.methods import load_methods, max_accept
 
-    declared = load_methods("", path, tables=raw) if isinstance(raw.get("methods"), dict) \
-        else None
+    declared = None
+    if isinstance(raw.get("methods"), dict):
+        declared = methods() if methods is not None else None
+        if declared is None:
+            declared = load_methods("", path, tables=raw)
     max_accept(method, block, reference_budget, declared or None).refuse_prior_above(
         prior.params, path, "acceptance_curve.accept_ref")

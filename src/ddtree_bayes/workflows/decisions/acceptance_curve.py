@@ -323,11 +323,15 @@ def misfit_warning(cd: CurveDraws, path: str, min_ess: float) -> str | None:
             "the rows (a bigger tree never accepts less, and accept_len counts the bonus token)")
 
 
-def curve_for(priors_text: str, path: str) -> AcceptanceCurve:
-    """The ``[acceptance_curve]`` of a priors file, or a QueryError saying how to add one."""
+def curve_for(priors_text: str, path: str, draws: Fit | None = None) -> AcceptanceCurve:
+    """The ``[acceptance_curve]`` of a priors file, or a QueryError saying how to add one.
+    ``draws``: a fit whose stored priors, when they are this text, give its ``[methods]``
+    table to the curve's check (:func:`_fits_methods`), not parsed a second time."""
     from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
 
-    curve = parse_acceptance_curve(priors_text, path)
+    curve = parse_acceptance_curve(priors_text, path,
+                                   methods=None if draws is None else _fits_methods(draws,
+                                                                                    priors_text))
     if curve is None:
         raise QueryError(f"{path} has no [acceptance_curve] section",
                          fix="copy it from the bundled models/priors.toml, or pass --priors")
@@ -356,9 +360,29 @@ def curve_priors_file(draws: Fit, priors_path: str | Path | None = None) -> Path
     return paths.priors_file()
 
 
-def read_curve(path: str | Path) -> AcceptanceCurve:
+def _fits_methods(draws: Fit, text: str):
+    """What gives a priors ``text``'s ``[methods]`` table from the fit ``draws``: its own
+    (:attr:`Fit.methods`) when it stores that text, else None (the caller parses it). A stored
+    copy that does not parse gives None too, so the file's own parse says what is wrong, as it
+    said it before: one text, one ``[methods]`` table (``optimize`` and ``report`` built it
+    from the fit's stored priors and again for the priors file's ``[acceptance_curve]``)."""
+    from ddtree_bayes.core.errors import StoredTextError
+
+    def known():
+        if text != draws.priors_toml:
+            return None
+        try:
+            return draws.methods
+        except StoredTextError:
+            return None
+
+    return known
+
+
+def read_curve(path: str | Path, draws: Fit | None = None) -> AcceptanceCurve:
     """The ``[acceptance_curve]`` of the priors file ``path`` (``--priors``): PriorsError when
-    the file cannot be read, QueryError when it has no curve."""
+    the file cannot be read, QueryError when it has no curve. ``draws``: as
+    :func:`curve_for` takes it."""
     from ddtree_bayes.core import paths, per_call
     from ddtree_bayes.core.errors import PriorsError
 
@@ -367,7 +391,7 @@ def read_curve(path: str | Path) -> AcceptanceCurve:
     except OSError as err:
         raise PriorsError(f"cannot read priors file: {err.strerror}", file=str(path),
                           fix="pass an existing file with --priors") from None
-    return curve_for(text, paths.shown(path))
+    return curve_for(text, paths.shown(path), draws)
 
 
 def acceptance_curve_for(draws: Fit, priors_path: str | Path | None = None
@@ -381,7 +405,7 @@ def acceptance_curve_for(draws: Fit, priors_path: str | Path | None = None
     file cannot be read, QueryError when it has no curve."""
     from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
 
-    curve = read_curve(curve_priors_file(draws, priors_path))
+    curve = read_curve(curve_priors_file(draws, priors_path), draws)
     stored = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit", stored=True,
                                     tables=draws.priors_tables)
     if stored is not None and _answers(stored) == _answers(curve):
