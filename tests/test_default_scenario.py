@@ -1273,3 +1273,54 @@ def test_a_default_with_no_acceptance_anywhere_is_not_answered_by_the_tracked_de
     assert "Its acceptance, 14, is assumed: no acceptance was measured" in text
     kimi = sections.fan_section(draws, 1, "kimi-k2.6", default_question(draws, "kimi-k2.6"))
     assert "is assumed" not in headline({"fan": kimi})
+
+
+def test_the_bundled_default_with_no_acceptance_for_the_model_is_not_answered_either():
+    """The same for a model of AR rows only measured on B300 (Llama-3.1-8B on one B300 beside
+    Kimi's 8): it keeps the bundled question (DDTree block 16 budget 32 on b300), and no
+    acceptance measured or in the priors answers it for Llama (the priors' ddtree entry is
+    Kimi's): a bare `predict --model llama-3.1-8b-instruct` refuses it, yet the built-in
+    tracked query asked it at the bundled 14 and answered 800 tok/s in SGLang (14 x 1000 /
+    17.5 ms) and 889 in native, an acceptance nobody measured. Kimi's own default, whose
+    acceptance the priors give, is still asked at 14."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.posterior import Fit
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+    from ddtree_bayes.workflows.living import DEFAULT_QUERY
+    from ddtree_bayes.workflows.living import tracking as T
+    from ddtree_bayes.workflows.report import sections
+    from ddtree_bayes.workflows.report.render import headline
+
+    model = "llama-3.1-8b-instruct"
+    two = multi_model_draws()
+    pairs = ["kimi-k2.6@b300x8", f"{model}@b300x1"]
+    two.meta["coords"]["system"] = pairs
+    two.meta["model"]["pair_models"] = {p: p.split("@")[0] for p in pairs}
+    draws = Fit(path=two.path, meta=two.meta, variables=two.variables,
+                data_csv=MULTI_DATA.replace(f"{model},h100,1", f"{model},b300,1"),
+                priors_toml=two.priors_toml, hardware_csv=two.hardware_csv)
+    assert draws.measured_systems == tuple(pairs)
+    with pytest.raises(QueryError, match="no acceptance prior in the priors file"):
+        P.predict(draws, model=model)   # (a bare predict)
+    d = default_question(draws, model)
+    assert not d.derived and d.accept_assumed
+    assert (d.hardware, d.method, d.block, d.budget) == ("b300", "ddtree", 16, 32)
+    kimi = default_question(draws, "kimi-k2.6")
+    assert kimi == DEFAULT_QUESTION and not kimi.accept_assumed
+    query = {**DEFAULT_QUERY, "model": model}
+    assert T.asked_query(draws, query, builtin=True)["accept"] is None
+    assert T.asked_query(draws, {**DEFAULT_QUERY, "model": "kimi-k2.6"},
+                         builtin=True)["accept"] == "14"
+    with pytest.raises(QueryError, match="no acceptance prior in the priors file"):
+        T.query_rows(draws, query, seed=1, builtin=True)
+    builtin = T.Tracked("default", dict(DEFAULT_QUERY), builtin=True)
+    out = T.compare_queries(draws, draws, T.for_models([builtin], [model]), seed=1)
+    assert len(out) == 1 and out[0]["before"] is None and out[0]["after"] is None
+    assert out[0]["label"] == f"{model}-b300-sglang+native-ddtree-b16-B32"
+    assert out[0]["after_error"].startswith("no acceptance prior in the priors file")
+    listed = T.describe_tracked(draws, T.for_models([builtin], [model])[0])
+    assert listed.endswith("; no acceptance to ask it at: give one with track add)")
+    fan = sections.fan_section(draws, 1, model, d)
+    assert fan["headline_accept"] == 14.0 and fan["headline_accept_assumed"] is True
+    assert "Its acceptance, 14, is assumed" in headline({"fan": fan})

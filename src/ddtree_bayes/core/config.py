@@ -65,9 +65,10 @@ class DefaultQuestion:
     #: the acceptance of one-number answers (the report's answer line, the tracked default):
     #: 14, the middle of the original estimate's 12-16, for the bundled default
     accept: float = 14.0
-    #: a derived default whose ``accept`` no source gives (no acceptance measured, inferred
-    #: or in the priors for it: the bundled question's 14, or the middle of [1, M]): predict
-    #: refuses the question without ``--accept``, so the tracked default does not answer it
+    #: a default whose ``accept`` no source gives (no acceptance measured, inferred or in the
+    #: priors for it: the bundled question's 14, or the middle of [1, M] of a derived one; the
+    #: bundled question kept for a model of AR rows only on B300 too): predict refuses the
+    #: question without ``--accept``, so the tracked default does not answer it
     accept_assumed: bool = False
 
     @property

@@ -279,10 +279,37 @@ def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
     multi = target_models.is_multi(fit)
     measured = [(m if multi else None, hw) for m, hw, _ in map(split_label, fit.measured_systems)]
     if keeps_bundled(measured, model if multi else None):
-        return DEFAULT_QUESTION   # (without validating the stored data again)
+        return bundled_accept(fit, model if multi else None)
     return inferred_accept(fit, fit_default(fit.measurements.rows, model if multi else None,
                                             fit.methods),
                            model if multi else None)
+
+
+def bundled_accept(fit: Fit, model: str | None) -> DefaultQuestion:
+    """The bundled default question, kept by a fit that measured B300 for ``model``, marked
+    ``accept_assumed`` when no acceptance measured, inferred or in the priors answers it for
+    that model (one of AR rows only, whose [[acceptance]] entries are another model's): a
+    bare ``predict`` refuses it, and the tracked default asked it at the bundled 14 and
+    answered (Llama-3.1-8B measured autoregressively on one B300 beside Kimi: 800 tok/s in
+    SGLang). Once per fit and model (:attr:`Fit.memo`); a question the fit cannot resolve
+    keeps the bundled default as it was (the command asking it says why)."""
+    key = f"bundled_accept:{model}"
+    if key not in fit.memo:
+        d = DEFAULT_QUESTION
+        try:
+            sc = resolve_scenario(fit, hardware=d.hardware, gpus=d.gpus, engine=d.engines[0],
+                                  method=d.method, block=d.block, budget=d.budget,
+                                  verify_tokens=d.verify_tokens, context_tokens=None,
+                                  model=model)
+        except QueryError:
+            sc = None
+        if sc is not None:
+            try:
+                accept_sources(fit, sc, None, None)
+            except QueryError:   # (no acceptance anywhere for it: predict refuses it)
+                d = replace(d, accept_assumed=True)
+        fit.memo[key] = d
+    return fit.memo[key]
 
 
 def inferred_accept(fit: Fit, d: DefaultQuestion, model: str | None) -> DefaultQuestion:

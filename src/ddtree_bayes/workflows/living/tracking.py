@@ -438,9 +438,11 @@ def asked_query(draws, query: dict[str, Any], builtin: bool = False,
         from ddtree_bayes.engine.question import default_question
 
         d = default_question(draws, q.get("model"))
-        if d.derived:   # (every digit: predict's own; none where predict has none: it
-            #             refuses the question, and so the tracked default cannot answer it)
-            q = {**q, "accept": None if d.accept_assumed else accept_flag(d.accept)}
+        if d.accept_assumed:   # (none where predict has none: it refuses the question, and
+            #                    so the tracked default cannot answer it, bundled or derived)
+            q = {**q, "accept": None}
+        elif d.derived:   # (every digit: predict's own)
+            q = {**q, "accept": accept_flag(d.accept)}
     return q
 
 
@@ -470,13 +472,14 @@ def describe_tracked(draws, t: Tracked) -> str:
 
 
 def default_label(draws, query: dict[str, Any]) -> str:
-    """The built-in query's name for a fit's derived default question (``query_name`` of the
-    flags it fills: ``rtx-3090-x1-llama.cpp-ddtree-b16-B32``), where no row answers it to
-    take a label from; the bundled default's own name otherwise."""
+    """The built-in query's name for a fit's derived default question, or a default no
+    acceptance answers (``query_name`` of the flags it fills:
+    ``rtx-3090-x1-llama.cpp-ddtree-b16-B32``), where no row answers it to take a label from;
+    the bundled default's own name otherwise."""
     from ddtree_bayes.engine.question import default_question
 
     d = default_question(draws, asked_query(draws, query).get("model"))
-    if not d.derived:
+    if not d.derived and not d.accept_assumed:
         return query_name(query)
     return query_name({**query, "accept": None, "hardware": d.hardware, "gpus": d.gpus,
                        "engine": ",".join(d.engines), "method": d.method, "block": d.block,
