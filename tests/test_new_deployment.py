@@ -548,3 +548,29 @@ def test_diff_names_the_fit_a_tracked_flag_changes_nothing_in(pm, tmp_path):
         said = [w for w in err.splitlines() if "--new-deployment changes nothing" in w]
         assert said == ["ddtree-bayes: warning: tracked query 'b300-sglang-ddtree-b16-B32-a14-new-"
                         "deployment': " + line.format(which)], said
+
+
+def test_an_ar_question_flagged_says_its_answer_is_not_what_p_faster_than_ar_compares_with():
+    """`predict --method ar --new-deployment` answers the measured deployment's AR step,
+    anchored to its AR row (133 tok/s on the point mass: the row's 1000 / 133 ms), where the
+    flagged speculative question's P(faster than AR) compares with the fit's AR step, not
+    anchored (8 ms: 125 tok/s). Its warning said the flag changed nothing because "the target
+    step is the fit's either way", which read as if 133 were what P(> AR) compares with:
+    DDTree 16/32 at accept 3.25 (128.3 tok/s) is "faster than AR" in every draw beside an AR
+    answer of 133. The warning now says which AR step each is."""
+    draws = carried_point_mass()
+    rows = P.predict(draws, hardware="b300", gpus=8, engines=["sglang"], method="ar",
+                     accept="1", new_deployment=True)
+    assert rows[0]["median"] == pytest.approx(133.0, rel=1e-9)   # (anchored: the row's)
+    ar = ask(draws, method="ar")
+    assert 1000 / P.step_components(draws, ar, np.random.default_rng(0), anchor=False)[0][
+        "step"][0] == pytest.approx(125.0)   # (the fit's: what P(> AR) compares with)
+    (said,) = [w for w in resolve(draws, Flags(hardware="b300", gpus=8, engines=("sglang",),
+                                               method="ar", accept="1",
+                                               new_deployment=True)).warnings
+               if w.startswith("--new-deployment")]
+    assert said == (
+        "--new-deployment changes nothing for sglang ar on b300x8: an autoregressive step has "
+        "no speculative overhead group to carry; this answer is the measured deployment's AR "
+        "step, anchored to its AR rows where the fit has them, while P(> AR) of a speculative "
+        "question with the flag compares with the fit's AR step, not anchored to them")

@@ -734,21 +734,30 @@ def new_deployment_group(draws: Fit, sc: Scenario) -> str | None:
 
 def new_deployment_warning(draws: Fit, sc: Scenario, within: str = "") -> str | None:
     """One line when ``--new-deployment`` changes nothing of ``sc``'s answer (None when it
-    does, or was not asked): an autoregressive question (no speculative overhead; the target
-    step is the fit's either way), a fit of the fraction step form (no group costs to carry),
-    or a group the fit did not learn on the question's system (its overhead is already carried
-    from another system or drawn from the population, as for any new deployment). A warning,
-    not a refusal: the flag asks for what such an answer already is. ``within``: words after
-    the system naming where (a fit of a model average: :func:`~ddtree_bayes.engine.
-    predictive.mixture_new_deployment_warnings`)."""
+    does, or was not asked): an autoregressive question (no speculative overhead; in the
+    structured form its answer stays anchored to the measured AR rows, which P(> AR) of a
+    flagged speculative question is not, and the line says so), a fit of the fraction step
+    form (no group costs to carry), or a group the fit did not learn on the question's system
+    (its overhead is already carried from another system or drawn from the population, as
+    for any new deployment). A warning, not a refusal: the flag asks for what such an answer
+    already is. ``within``: words after the system naming where (a fit of a model average:
+    :func:`~ddtree_bayes.engine.predictive.mixture_new_deployment_warnings`)."""
     if not sc.new_deployment or new_deployment_group(draws, sc) is not None:
         return None
     lead = (f"--new-deployment changes nothing for {sc.engine} {sc.method} on {sc.pair}"
             f"{within}: ")
+    structured = draws.meta["model"].get("step_form", "fraction") == "structured"
     if sc.method == AR_METHOD:
-        return lead + ("an autoregressive step has no speculative overhead group to carry (the "
-                       "target step is the fit's either way)")
-    if draws.meta["model"].get("step_form", "fraction") != "structured":
+        # (structured: the answer is anchored to the measured AR rows, the measured
+        # deployment's, while a flagged speculative question's P(> AR) compares with the fit's
+        # AR step, predictive.ar_anchored: the point mass's 133 tok/s against 125, so
+        # "the target step is the fit's either way" read as if 133 were that AR)
+        return lead + ("an autoregressive step has no speculative overhead group to carry" + (
+            "; this answer is the measured deployment's AR step, anchored to its AR rows where "
+            "the fit has them, while P(> AR) of a speculative question with the flag compares "
+            "with the fit's AR step, not anchored to them" if structured else
+            " (the target step is the fit's either way)"))
+    if not structured:
         return lead + ("the fit's fraction step form has no group costs to carry (fit the "
                        "structured form for it)")
     label = group_label(draws, sc.pair, sc.engine, sc.method)
