@@ -1027,6 +1027,40 @@ def test_update_without_data_or_priors_reads_a_copy_edited_where_no_fit_reads(tm
                           "models/priors.toml"), err
 
 
+def test_a_copy_with_blank_records_of_the_headers_width_is_the_fits_own_file(tmp_path,
+                                                                             monkeypatch):
+    """A spreadsheet saves the empty rows under a table as records of blanks of the header's
+    width (",,,,,,,,,,,,"), which the loader skips as it skips a blank line. fitted_rows_same
+    (935dc6a2) left out blank records of another width only: mine.csv with two such records
+    added made predict warn "mine.csv changed since fit ..." and `update` without --data
+    refuse the copy in data/measurements.csv (exit 2), though every row the fit reads is as it
+    was. A real edit next to them ("133" -> "133.0", " 133" -> "134") still counts."""
+    from ddtree_bayes.core.data import fitted_rows_same
+    from ddtree_bayes.engine import inference
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    default = work / "data" / "measurements.csv"
+    mine = work / "mine.csv"
+    mine.write_bytes(default.read_bytes())
+    write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
+    text = mine.read_text()
+    width = len(text.splitlines()[0].split(","))
+    blanks = ("," * (width - 1) + "\n") * 2
+    assert fitted_rows_same(text + blanks, text)
+    for real in (",133.0,B300 measurement", ", 134 ,B300 measurement"):
+        assert not fitted_rows_same(text.replace(",133,B300 measurement", real, 1) + blanks,
+                                    text)
+    default.write_text(text + blanks)
+    code, out, err = call(work, "update")
+    assert code == 0 and "nothing to refit" in out, err
+    mine.write_text(text + blanks)
+    code, out, err = call(work, "predict", "--method", "ar")
+    assert code == 0 and "changed since" not in err, err
+
+
 def test_update_without_data_reads_the_bundled_data_a_fit_of_another_copy_was_made_on(
         tmp_path, monkeypatch):
     """A fit of the bundled data made by another install (its own copy of

@@ -190,7 +190,7 @@ def fitted_rows_same(text: str, stored: str) -> bool:
     >>> head = "model,tok_s,source,notes\\n"
     >>> fitted_rows_same(head + "m,612,a.json,first run\\n", head + "m,612,a.json,\\n")
     True
-    >>> fitted_rows_same(head + "m, 612 ,a.json,\\n \\n,,\\n", head + "m,612,a.json,\\n")
+    >>> fitted_rows_same(head + "m, 612 ,a.json,\\n \\n,,\\n,,,\\n", head + "m,612,a.json,\\n")
     True
     >>> fitted_rows_same(head + "m,613,a.json,\\n", head + "m,612,a.json,\\n")
     False
@@ -204,9 +204,9 @@ def fitted_rows_same(text: str, stored: str) -> bool:
         if not rows:
             return [], []
         header = rows[0]
-        # (a record of blanks only, of another width than the header's: a blank line to the
-        # loader, which skips it)
-        rows = [header, *(r for r in rows[1:] if any(r) or len(r) == len(header))]
+        # (a record of blanks only, of any width: a blank line to the loader, which skips it;
+        # of the header's width too, as a spreadsheet saves the empty rows under a table)
+        rows = [header, *(r for r in rows[1:] if any(r))]
         keep = [j for j, name in enumerate(header) if name not in FREE_TEXT_COLUMNS]
         return ([header[j] for j in keep] + [f"({len(header)} columns)"],
                 [[r[j] if j < len(r) else "" for j in keep] + [str(len(r))] for r in rows[1:]])
