@@ -574,3 +574,36 @@ def test_an_ar_question_flagged_says_its_answer_is_not_what_p_faster_than_ar_com
         "no speculative overhead group to carry; this answer is the measured deployment's AR "
         "step, anchored to its AR rows where the fit has them, while P(> AR) of a speculative "
         "question with the flag compares with the fit's AR step, not anchored to them")
+
+
+def test_the_p_faster_than_ar_line_is_not_said_where_the_flag_changes_nothing(tmp_path):
+    """The line after the table, "P(> AR) of a new deployment: against that deployment's
+    autoregressive step, the fit's (not anchored to the measured AR rows ...)", was printed
+    for every flagged question, also where the flag changes nothing (a group the fit did not
+    measure: EAGLE-3 in SGLang on the B300 point mass, its overhead drawn from the population)
+    and P(> AR) is against the measured AR row's anchored step (133 tok/s, not the fit's 125),
+    beside the warning that says the flag changes nothing. It is said only where it is so."""
+    from ddtree_bayes.cli.predict import NEW_DEPLOYMENT_VERSUS_AR
+
+    draws = carried_point_mass(16)
+    for k, v in (("spec_fixed_log_mu", math.log(0.05)), ("spec_pass_log_mu", math.log(0.1)),
+                 ("spec_tree_log_mu", math.log(0.002)), ("spec_fixed_log_sd", 0.0),
+                 ("spec_pass_log_sd", 0.0), ("spec_tree_log_sd", 0.0)):
+        draws.variables[k] = np.full(16, v)
+    eagle = dataclasses.replace(ask(draws), method="eagle3", block=3, budget=3,
+                                verify_tokens=4)
+    assert P.new_deployment_group(draws, eagle) is None and P.ar_anchored(draws, eagle)
+    ar = ask(draws, method="ar", new_deployment=False)
+    assert 1000 / P.step_components(draws, ar, np.random.default_rng(0))[0]["step"][0] == (
+        pytest.approx(133.0))   # (what its P(> AR) compares with: the AR row's step)
+    work = make_point_mass_workdir(tmp_path / "w", draws=draws, n=16)
+    q = ["predict", "--hardware", "b300", "--gpus", "8", "--engine", "sglang", "--accept", "2",
+         "--concurrency", "1", "--new-deployment"]
+    code, out, err = run_cli(work, *q, "--method", "eagle3", "--block", "3", "--drafter",
+                             "lightseekorg/kimi-k2.5-eagle3-mla")
+    assert code == 0, err
+    assert "--new-deployment changes nothing for sglang eagle3 on b300x8" in err
+    assert "P(> AR) of a new deployment" not in out
+    code, out, err = run_cli(work, *q, "--method", "ddtree", "--block", "16", "--budget", "32")
+    assert code == 0, err
+    assert NEW_DEPLOYMENT_VERSUS_AR + "\n" in out   # (the carried group: said, as before)

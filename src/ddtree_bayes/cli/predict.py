@@ -150,7 +150,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
               "total = the C streams together.")
         for line in crossover_lines(rows):
             print(line)
-        if versus_ar and first.get("new_deployment"):
+        # (only where the flag carried a group, so P(> AR) met the fit's AR step: where it
+        # changes nothing, P(> AR) is against the measured AR rows', and the warning says so)
+        members = [draws] if mixture is None else [d for d, w in mixture if w > 0]
+        if versus_ar and first.get("new_deployment") and any(
+                not P.ar_anchored(d, sc) for d in members for sc in question.scenarios):
             print(NEW_DEPLOYMENT_VERSUS_AR)
     else:
         print("tok/s, posterior predictive (includes run-to-run noise); 'original' is the "
