@@ -468,6 +468,24 @@ def test_a_compile_records_no_stack_trace_on_its_graph_nodes(monkeypatch, tmp_pa
     assert seen[-1][0] == 8 and seen[-1][1] != []
 
 
+def test_a_model_compiles_without_fastmath_whatever_the_caller_set(monkeypatch, tmp_path):
+    """An API caller's ``pytensor.config.numba__fastmath = True`` after importing the model
+    reached nutpie's compile (fastmath code compiled fresh and loaded from the cache differ in
+    the last bits: a fit's digits then depend on the cache). Off while a model compiles,
+    restored after."""
+    import nutpie
+    import pytensor
+
+    seen: list = []
+    monkeypatch.setattr(nutpie, "compile_pymc_model",
+                        lambda model, **kw: seen.append(pytensor.config.numba__fastmath) or "c")
+    monkeypatch.setattr(callbacks, "cache_root", tmp_path / "cache")
+    with pytensor.config.change_flags(numba__fastmath=True):
+        assert callbacks.compile_model("model") == "c"
+        assert pytensor.config.numba__fastmath is True
+    assert seen == [False]
+
+
 def test_nutpie_imported_without_arviz_plots():
     """nutpie's sample module imports the ``arviz`` umbrella (arviz-base, -stats and -plots,
     with matplotlib: ~0.25 s of a fit) for two functions of arviz-base. Imported through

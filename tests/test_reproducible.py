@@ -35,9 +35,9 @@ print(h.hexdigest())
 """
 
 
-def _fit_digest(work: Path, cache: Path) -> str:
+def _fit_digest(work: Path, cache: Path, flags: str = "") -> str:
     env = {k: v for k, v in os.environ.items() if k != "PYTENSOR_FLAGS"}
-    env["PYTENSOR_FLAGS"] = f"base_compiledir={cache}"
+    env["PYTENSOR_FLAGS"] = f"base_compiledir={cache}{flags}"
     out = subprocess.run([sys.executable, "-c", FIT, str(work)], env=env, text=True,
                          capture_output=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -64,3 +64,42 @@ def test_cold_and_warm_compile_caches_give_the_same_draws(workdir, tmp_path):
     warm = _fit_digest(workdir, cache)            # the same cache, now full
     assert cold == warm
     assert len(cold) == 64 and cold != hashlib.sha256(b"").hexdigest()
+
+
+FASTMATH = """
+import pytensor
+import ddtree_bayes.engine.model
+print(pytensor.config.numba__fastmath)
+"""
+
+
+def test_a_users_fastmath_setting_is_turned_off_for_the_model(tmp_path):
+    """A user's own ``numba__fastmath=True`` (in PYTENSOR_FLAGS or a .pytensorrc) reached the
+    model's compile, and with it the digits of a fit depended on the compile cache: with
+    ``PYTENSOR_FLAGS=...,numba__fastmath=True`` the same seed gave posterior digests
+    fe804c3d... cold and 295f9187... warm (2 chains x 60 draws; round 18), with nothing said.
+    Importing the model turns it off whatever asked for it."""
+    rc = tmp_path / "pytensorrc"
+    rc.write_text("[numba]\nfastmath = True\n")
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTENSOR_FLAGS", "PYTENSORRC")}
+    for extra in ({"PYTENSOR_FLAGS": "numba__fastmath=True"}, {"PYTENSORRC": str(rc)}):
+        shown = subprocess.run([sys.executable, "-c", "import pytensor; "
+                                "print(pytensor.config.numba__fastmath)"],
+                               env={**base, **extra}, text=True, capture_output=True,
+                               timeout=300)
+        assert shown.stdout.split()[-1] == "True", (extra, shown.stderr[-500:])  # the user's
+        out = subprocess.run([sys.executable, "-c", FASTMATH], env={**base, **extra},
+                             text=True, capture_output=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.split()[-1] == "False", extra
+
+
+@pytest.mark.nuts
+def test_a_users_fastmath_flag_changes_no_digit(workdir, tmp_path):
+    """Cold and warm caches under the user's ``numba__fastmath=True`` give the draws a fit
+    gives without it (before: fe804c3d... cold, 295f9187... warm, 8c41c311... without it)."""
+    plain = _fit_digest(workdir, tmp_path / "plain")
+    cache = tmp_path / "fastmath"
+    cold = _fit_digest(workdir, cache, ",numba__fastmath=True")
+    warm = _fit_digest(workdir, cache, ",numba__fastmath=True")
+    assert cold == warm == plain

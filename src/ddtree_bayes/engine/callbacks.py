@@ -515,7 +515,7 @@ def compile_model(model, *, free_only: bool = False):
     free_only = bool(free_only and patch_nutpie() and free_only_possible(model))
     _state["free_only"], _state["keys"] = free_only, []
     try:
-        with untraced():
+        with untraced(), without_fastmath():
             if free_only:
                 return compile_free(model)
             return _compile(model, {})
@@ -770,6 +770,19 @@ def untraced():
         yield
         return
     with pytensor.config.change_flags(traceback__limit=0):
+        yield
+
+
+@contextmanager
+def without_fastmath():
+    """numba's ``fastmath`` off while a model compiles, restored after: fastmath code compiled
+    fresh and the same code loaded from the cache differ in the last bits, so a fit's digits
+    would depend on whether the cache was warm (engine/inference.py
+    ``reproducible_pytensor`` turns it off at import; this, for a caller who set it since).
+    Not a user's choice either: the digits of a seed are the package's promise."""
+    import pytensor
+
+    with pytensor.config.change_flags(numba__fastmath=False):
         yield
 
 

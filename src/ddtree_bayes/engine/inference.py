@@ -35,12 +35,14 @@ def reproducible_pytensor() -> None:
     and the same function loaded from the cache then differ in the last bits, and the seeded
     chains diverge (a first fit on a machine and a later one printed 578 and 575 tok/s).
     Called where PyTensor is first imported (engine/model.py), so every model is compiled
-    without it; a user's own ``PYTENSOR_FLAGS=...fastmath...`` wins.
+    without it, whatever asked for it: a user's own ``numba__fastmath=True`` (in
+    ``PYTENSOR_FLAGS`` or a ``.pytensorrc``) made the same seed's draws differ between a cold
+    and a warm cache, with nothing said (round 18). ``callbacks.compile_model`` turns it off
+    again for the compile, should a caller set it after this import.
     """
     import pytensor
 
-    if "fastmath" not in os.environ.get("PYTENSOR_FLAGS", ""):
-        pytensor.config.numba__fastmath = False
+    pytensor.config.numba__fastmath = False
 
 
 @contextmanager
