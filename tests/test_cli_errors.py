@@ -511,6 +511,51 @@ def test_a_wide_interval_on_few_draws_is_said_to_be_noisy(work):
     assert code == 0 and "tail" not in err, err
 
 
+def test_a_reweighted_fits_wide_interval_counts_its_effective_draws():
+    """A fit ``update`` made by PSIS (no refit) stores 4000 draws, an importance resample
+    worth about ``reweight.n_eff`` of them (~750-1500): at --prob 0.99 predict counted
+    (1 - 0.99) / 2 x 4000 = 20 draws in each tail and said nothing, where the tails rest on
+    (1 - 0.99) / 2 x 1000 = 5 effective draws. A sampled fit, and a reweighted fit whose draws
+    were kept as they were (every stored draw distinct), count the stored draws."""
+    from ddtree_bayes.engine import predictive as P
+
+    assert P.wide_interval_warnings(0.99, 4000) == []                       # 20 per tail
+    assert P.wide_interval_warnings(0.99, 4000, effective=1000.0) == [
+        "--prob 0.99: each tail of the wide interval rests on about 5 of the fit's about 1000 "
+        "effective draws (4000 stored: an importance resample), so its ends are noisy "
+        "(`update --refit` samples afresh, or a smaller --prob)"]
+    assert P.wide_interval_warnings(0.98, 4000, effective=1000.0) == []     # 10.0 per tail
+    assert len(P.wide_interval_warnings(0.981, 4000, effective=1000.0)) == 1  # 9.5
+    fit = point_mass_draws(n=8)
+    assert fit.effective_draws is None
+    fit.meta.update({"made_by": "psis-reweight",
+                     "reweight": {"n_eff": 3.2, "n_draws": 8, "distinct_draws": 5}})
+    assert fit.effective_draws == 3.2
+    fit.meta["reweight"]["distinct_draws"] = 8    # kept as they were: the draws themselves
+    assert fit.effective_draws is None
+
+
+def test_predict_on_a_reweighted_fit_warns_of_its_effective_draws(work, monkeypatch):
+    """The CLI's predict (and optimize/next, the API) take the fit's effective draws: this
+    point-mass fit's 16 draws as a resample worth 3.2 of them put (1 - 0.95) / 2 x 3.2 = 0.08
+    of a draw in each tail of a 95% interval (0.4 of the 16 stored)."""
+    from ddtree_bayes.engine import store
+
+    load = store.load
+
+    def reweighted(*args, **kwargs):
+        fit = load(*args, **kwargs)
+        fit.meta.update({"made_by": "psis-reweight",
+                         "reweight": {"n_eff": 3.2, "n_draws": 16, "distinct_draws": 6}})
+        return fit
+
+    monkeypatch.setattr(store, "load", reweighted)
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--prob", "0.95")
+    assert code == 0 and ("--prob 0.95: each tail of the wide interval rests on about 0.08 of "
+                          "the fit's about 3 effective draws (16 stored: an importance "
+                          "resample)") in err, err
+
+
 @pytest.mark.parametrize("argv", [("optimize",), ("next", "--k", "2")])
 def test_optimize_and_next_say_a_wide_interval_on_few_draws_is_noisy(tmp_path, argv):
     """optimize --prob 0.95 and next --prob 0.95 on this point-mass fit's 16 draws printed a

@@ -73,7 +73,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
     # (--strict: a name never measured nor declared is an error, as in predict and next)
     pending = [*differs, *check_names(draws, Flags.of(args), strict=args.strict),
-               *P.wide_interval_warnings(args.prob, draws.n_draws)]
+               *P.wide_interval_warnings(args.prob, draws.n_draws, draws.effective_draws)]
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
@@ -248,7 +248,8 @@ def cmd_next(args: argparse.Namespace) -> int:
                                drafter=(None if query.scenario.drafter is None
                                         else query.scenario.drafter.drafter),
                                strict=args.strict),
-               *query.warnings, *P.wide_interval_warnings(args.prob, draws.n_draws)]
+               *query.warnings,
+               *P.wide_interval_warnings(args.prob, draws.n_draws, draws.effective_draws)]
     left: list = []   # (the file's candidates nobody can measure)
     candidates = (D.read_candidates(draws, args.candidates, query, strict=args.strict,
                                     warnings=pending, left_out=left)

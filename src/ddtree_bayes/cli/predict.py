@@ -65,7 +65,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print_warnings(pending, warned)
     if question.note is not None:
         print(f"{PROG} predict: {question.note}", file=sys.stderr)
-    print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws), warned)
+    print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws, draws.effective_draws),
+                   warned)
     if mixture is not None:
         print(f"{PROG}: model average: " + ", ".join(
             f"{d.meta['fit_id']} ({form_label(d.meta)}) {w:.2f}" for d, w in mixture),

@@ -64,6 +64,23 @@ class Fit:
         return next(iter(self.variables.values())).shape[0]
 
     @property
+    def effective_draws(self) -> float | None:
+        """What the stored draws are worth when fewer than :attr:`n_draws`, else None: a fit
+        ``update`` reweighted by PSIS holds an importance resample of its proposal's draws,
+        worth about ``reweight.n_eff`` (its metadata; ~750-1500 of 4000), with repeats. None for
+        a sampled fit, and for a reweighted one whose draws were kept as they were (every
+        stored draw distinct: nothing was resampled)."""
+        rw = self.meta.get("reweight")
+        if self.meta.get("made_by") != "psis-reweight" or not isinstance(rw, dict):
+            return None
+        n_eff, distinct = rw.get("n_eff"), rw.get("distinct_draws")
+        if isinstance(distinct, int) and distinct >= self.n_draws:
+            return None
+        if not isinstance(n_eff, (int, float)) or not 0 < n_eff < self.n_draws:
+            return None
+        return float(n_eff)
+
+    @property
     def fit_id(self) -> str:
         return str(self.meta.get("fit_id", self.path.stem if self.path else "?"))
 

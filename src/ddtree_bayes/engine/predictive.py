@@ -1129,20 +1129,32 @@ def interval_probs(prob: float) -> tuple[float, ...]:
     return tuple(sorted({0.5, round(prob, PROB_DECIMALS)}))
 
 
-def wide_interval_warnings(prob: float, n_draws: int) -> list[str]:
+def wide_interval_warnings(prob: float, n_draws: int,
+                           effective: float | None = None) -> list[str]:
     """The line predict (the CLI's and the API's), optimize and next warn when ``--prob`` asks
     a wider interval than the fit's draws carry: each tail rests on fewer than 10 draws
-    (optimize and next printed such an interval without a word; the API too).
+    (optimize and next printed such an interval without a word; the API too). ``effective``:
+    what the ``n_draws`` stored are worth when fewer (a reweighted fit's importance resample,
+    :attr:`~ddtree_bayes.engine.posterior.Fit.effective_draws`), whose tails are counted in
+    it: at --prob 0.99, 4000 stored draws worth 1000 put 5 in each tail, not 20.
 
     >>> wide_interval_warnings(0.9, 4000), len(wide_interval_warnings(0.999, 4000))
     ([], 1)
+    >>> len(wide_interval_warnings(0.99, 4000)), len(wide_interval_warnings(0.99, 4000, 1000.0))
+    (0, 1)
     """
-    tail = (1.0 - prob) / 2 * n_draws
+    counted = float(n_draws) if effective is None else float(effective)
+    tail = (1.0 - prob) / 2 * counted
     if tail >= 10 or prob <= 0.9:
         return []
+    if effective is None:
+        return [f"--prob {prob:g}: each tail of the wide interval rests on about {tail:.3g} of "
+                f"the fit's {n_draws} draws, so its ends are noisy (a fit with more --draws, or "
+                "a smaller --prob)"]
     return [f"--prob {prob:g}: each tail of the wide interval rests on about {tail:.3g} of the "
-            f"fit's {n_draws} draws, so its ends are noisy (a fit with more --draws, or a "
-            "smaller --prob)"]
+            f"fit's about {counted:.0f} effective draws ({n_draws} stored: an importance "
+            "resample), so its ends are noisy (`update --refit` samples afresh, or a smaller "
+            "--prob)"]
 
 
 def pct_label(p: float) -> str:
@@ -1279,7 +1291,8 @@ def answer_warnings(fit: Fit, question: Question, rows: list[dict], *, prob: flo
     once (workflows/report/sections.py ``default_answer``)."""
     return [*drafter_gap_warnings(fit, [(sc.model, sc.method) for sc in question.scenarios],
                                   here=False, drafter=question.flags.drafter),
-            *mixture_warnings(fit, question, mixture), *wide_interval_warnings(prob, fit.n_draws),
+            *mixture_warnings(fit, question, mixture),
+            *wide_interval_warnings(prob, fit.n_draws, fit.effective_draws),
             *ceiling_warnings(rows), *routing_warnings(rows), *question.left_out]
 
 
