@@ -186,14 +186,14 @@ def test_save_interrupted_between_its_renames_publishes_both(tmp_path, monkeypat
     posterior = xr.Dataset({"noise_sd": (("chain", "draw"), np.ones((1, 8)))})
     draws = xr.DataTree.from_dict({"posterior": posterior})
     meta = {"fit_id": "new-fit", "converged": True}
-    real_replace = os.replace
+    real_link = os.link
 
-    def replace(src, dst, *a, **k):
+    def link(src, dst, *a, **k):   # (a fit is published by a hard link: never over another)
         if str(dst).endswith("new-fit.nc"):
             send()
-        return real_replace(src, dst, *a, **k)
+        return real_link(src, dst, *a, **k)
 
-    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "link", link)
     with interrupts.handled() as session:
         store.save(draws, meta, {"data": "", "priors": "", "hardware": ""}, work / "models")
         session.done = True

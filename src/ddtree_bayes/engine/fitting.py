@@ -4,6 +4,7 @@ gate the draws, save the artifact. The pipeline behind ``ddtree-bayes fit``,
 
 from __future__ import annotations
 
+import json
 import numbers
 import sys
 import time
@@ -303,7 +304,8 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     if shadowed is not None:   # likewise: a stale copy of the table hides built-in values
         print(f"ddtree-bayes: note: {shadowed}", file=sys.stderr)
     sampler = R.ModelSampler(R.builder(spec, cfg), seed, progress)
-    settings = settings.for_model(R.free_size(sampler.model()))
+    n_free = R.free_size(sampler.model())
+    settings = asked = settings.for_model(n_free)
     t_built = time.perf_counter()
     kept, ladder = R.run(sampler, settings, enabled=remedies,
                          parameterisations=sampler.parameterisations)
@@ -325,7 +327,10 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     dt = artifact_tree(kept.dt, spec)
     models = paths.models_dir(workdir)
     inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
-    fit_id = inference.new_fit_id(inputs_hash, seed, models)
+    made = made_by(asked, used_backend, n_free=n_free, remedies=bool(remedies),
+                   forms=(cfg.moe_form, cfg.step_form),
+                   file_forms=(inputs.priors.moe_form, inputs.priors.step_form))
+    fit_id = inference.new_fit_id(inputs_hash, seed, models, made=made)
     timings["total_s"] = time.perf_counter() - t_start
     meta = fit_metadata(inputs, models, ladder, fit_id, measurements, cfg, spec, settings,
                         used_backend, seed, inputs_hash, diag_rows, divergences, failures,
@@ -340,11 +345,37 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
                                  "hardware": hardware_text}, models)
     timings["save_s"] = time.perf_counter() - t_save
-    return inference.FitResult(fit_id=fit_id, path=path, converged=not failures,
+    # (the id saved under: another, should a fit taking the same id have been saved meanwhile)
+    return inference.FitResult(fit_id=path.stem, path=path, converged=not failures,
                                failures=failures, diagnostics=diag_rows,
                                divergences=divergences, timings=timings, remedies=ladder,
                                measurements=measurements, priors=inputs.priors,
                                warnings=warnings)
+
+
+def made_by(asked: SamplerSettings, backend: str, *, n_free: int, remedies: bool,
+            forms: tuple[str, str], file_forms: tuple[str, str]) -> str:
+    """What made a fit's posterior beyond its inputs and seed, for its id's hash
+    (engine/inference.py ``new_fit_id``): "" for a plain ``fit`` (nutpie, 4 chains, the
+    model's default draws, 1000 tuning steps, target acceptance 0.99, remedies on, the priors
+    file's forms), else ``sampler {...}`` (the settings asked for, draws resolved, with the
+    backend that sampled: PyMC when nutpie is missing), ``forms <moe> <step>`` when
+    ``--moe-form``/``--step-form`` changed the file's, and ``no remedies``, joined by "; ".
+
+    >>> made_by(SamplerSettings().for_model(10), "nutpie", n_free=10, remedies=True,
+    ...         forms=("linear", "structured"), file_forms=("linear", "structured"))
+    ''
+    """
+    parts = []
+    sampler = {**asked.as_dict(), "backend": backend}
+    plain = {**SamplerSettings().for_model(n_free).as_dict(), "backend": "nutpie"}
+    if sampler != plain:
+        parts.append(f"sampler {json.dumps(sampler, sort_keys=True)}")
+    if tuple(forms) != tuple(file_forms):
+        parts.append(f"forms {forms[0]} {forms[1]}")
+    if not remedies:
+        parts.append("no remedies")
+    return "; ".join(parts)
 
 
 def fit_metadata(inputs: FitInputs, models: Path, ladder: dict, fit_id: str, measurements,

@@ -388,13 +388,20 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
     return rows, divergences, failures
 
 
-def new_fit_id(inputs_hash: str, seed: int, models: Path) -> str:
+def new_fit_id(inputs_hash: str, seed: int, models: Path, made: str = "") -> str:
     """``<UTC time>-<hash of inputs and seed>``, unique in ``models/fits`` (the time from
-    :func:`ddtree_bayes.core.clock.utc_now`; engine/store.py ``id_time`` reads it back)."""
+    :func:`ddtree_bayes.core.clock.utc_now`; engine/store.py ``id_time`` reads it back).
+    ``made``: what made the posterior beyond its inputs and seed when it is not a plain
+    ``fit``'s (engine/fitting.py ``made_by``: the sampler and its settings, the forms asked
+    for, remedies off), hashed with them; "" (a plain fit) hashes the inputs and seed alone,
+    as every id did before (the bundled fit's 20261201T000000Z-3bd953e0). Without it a
+    ``fit --backend pymc`` or ``fit --chains 2`` of the same inputs and seed, under the
+    reproducible clock, took the plain fit's id (tests/test_fit_ids.py)."""
     from ddtree_bayes.core.clock import utc_now
 
     stamp = utc_now(models).strftime("%Y%m%dT%H%M%SZ")
-    base = f"{stamp}-{hashlib.sha256(f'{inputs_hash}:{seed}'.encode()).hexdigest()[:8]}"
+    key = f"{inputs_hash}:{seed}" + (f":{made}" if made else "")
+    base = f"{stamp}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
     fit_id, n = base, 1
     while (models / "fits" / f"{fit_id}.nc").exists():
         n += 1

@@ -178,7 +178,7 @@ def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
     try:
         _write_all(fd, buffer.getbuffer(), target)
         del buffer
-        _commit(tmp, target, models, meta)
+        target = _commit(tmp, target, models, meta, texts)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -269,7 +269,7 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
                     data, dtype = _h5_text(np.asarray(arr))
                     g.create_variable(vname, ("measurement",), dtype=dtype, data=data,
                                       fillvalue=np.nan if data.dtype.kind == "f" else None)
-        _commit(tmp, target, models, meta)
+        target = _commit(tmp, target, models, meta, texts)
     except OSError as err:
         Path(tmp).unlink(missing_ok=True)
         if err.errno in FULL_ERRNOS:   # name the fit asked for, not the copy's source or temp file
@@ -1257,18 +1257,69 @@ def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
     return load_fit(resolve(paths.models_dir(workdir), fit_id))
 
 
-def _commit(tmp: str, target: Path, models: Path, meta: dict) -> None:
+def _commit(tmp: str, target: Path, models: Path, meta: dict, texts: dict[str, str]) -> Path:
     """Publish a finished temp file as fit ``target`` and point latest.json at it: both
     renames or, when SIGINT/SIGTERM arrived first, neither (a signal arriving between them
-    waits until both are done: :func:`ddtree_bayes.core.interrupts.commit`)."""
+    waits until both are done: :func:`ddtree_bayes.core.interrupts.commit`). Returns the
+    fit's path.
+
+    A fit file is never replaced: two fits that took one id (each looked for a free id before
+    the other wrote: two processes saving at once in one folder) both keep their own. When
+    ``target`` appeared meanwhile, the temp file's metadata is rewritten under the next free
+    id (:func:`next_free_id`) and published under it; before, ``os.replace`` put the second
+    fit over the first (tests/test_fit_ids.py)."""
     from ddtree_bayes.core import interrupts
 
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
-    with interrupts.commit(f"fit {meta['fit_id']}"):
+    while True:
+        with interrupts.commit(f"fit {meta['fit_id']}"):
+            if _publish(tmp, target):
+                fsync_dir(target.parent)
+                _point_latest(models, meta, target)
+                return target
+        meta = {**meta, "fit_id": next_free_id(target.parent, meta["fit_id"])}
+        import h5py
+
+        with h5py.File(tmp, "r+") as fh:
+            meta = write_root_attrs(fh.attrs, meta, texts)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        target = target.parent / f"{meta['fit_id']}.nc"
+
+
+def _publish(tmp: str, target: Path) -> bool:
+    """Rename ``tmp`` to ``target`` unless ``target`` exists (False, nothing done): a hard
+    link, which fails on an existing name whatever another process does meanwhile, then the
+    temp name removed; where the file system has no hard links, a check then a rename."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    except OSError:   # no hard links here (some network and FUSE file systems)
+        if target.exists():
+            return False
         os.replace(tmp, target)
-        fsync_dir(target.parent)
-        _point_latest(models, meta, target)
+        return True
+    os.unlink(tmp)
+    return True
+
+
+def next_free_id(fits: Path, fit_id: str) -> str:
+    """The first of ``<base>-2``, ``<base>-3``, ... without a file in ``fits`` (``<base>``:
+    ``fit_id`` without its own suffix), as engine/inference.py ``new_fit_id`` numbers fits
+    stamped the same second.
+
+    >>> import tempfile
+    >>> next_free_id(Path(tempfile.mkdtemp()), "20261201T000000Z-3bd953e0-2")
+    '20261201T000000Z-3bd953e0-2'
+    """
+    parts = FIT_ID_RE.fullmatch(fit_id)
+    base = parts.group(1) if parts else fit_id
+    n = 2
+    while (fits / f"{base}-{n}.nc").exists():
+        n += 1
+    return f"{base}-{n}"
 
 
 def _point_latest(models: Path, meta: dict, target: Path) -> Path:

@@ -397,6 +397,8 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
     texts = {"data": measurements.text, "priors": cfg.text, "hardware": hardware_text}
     path = store.save_resampled(proposal.path, index, store.data_groups(spec), meta, texts,
                                 models, replace=weights.replaced)
+    if path.stem != meta["fit_id"]:   # (another fit took the id meanwhile: saved as the next)
+        meta = {**meta, "fit_id": path.stem}
     variables = {k: v[index] for k, v in {**proposal.variables, **weights.replaced}.items()}
     # (the proposal's priors and hardware table as it parsed them, when the texts are the
     # same; the measurements as this process read them: each text parsed once)
