@@ -1073,3 +1073,7 @@ def test_validate_scheduler_that_cannot_be_reached_is_one_line(work):
                                  "tcp://127.0.0.1:1"))
     assert err.startswith("ddtree-bayes: error: --scheduler 'tcp://127.0.0.1:1': ")
     assert "standard output" not in err
+    # the Client that failed to connect left dask's scheduler set to it: in a Python session
+    # every later netCDF write (a fit's save) failed "Requested dask.distributed scheduler but
+    # no Client active"; the config is as it was
+    assert dask.config.get("scheduler", None) is None

@@ -329,11 +329,22 @@ def dispatch(fn: Callable, tasks: list[tuple], *, jobs: int = 1, scheduler: str 
     ctx: contextlib.AbstractContextManager = contextlib.nullcontext()
     client = None
     if scheduler:
+        import dask
         from distributed import Client
 
+        # (a Client makes itself dask's scheduler in the global config before it connects,
+        # and one that fails to connect leaves it so: every later netCDF write in the process,
+        # a fit's save through the API, failed "Requested dask.distributed scheduler but no
+        # Client active")
+        unset = object()
+        before = dask.config.config.get("scheduler", unset)
         try:
             client = Client(scheduler)
         except (ValueError, TypeError, OSError) as err:
+            if before is unset:
+                dask.config.config.pop("scheduler", None)
+            else:
+                dask.config.config["scheduler"] = before
             # ('foo' was "internal error: ValueError: missing port number", and an address
             # nothing listens on an OSError read as a failed write to standard output)
             detail = " ".join(str(err).split()) or type(err).__name__
