@@ -554,6 +554,9 @@ def test_predict_on_a_reweighted_fit_warns_of_its_effective_draws(work, monkeypa
     assert code == 0 and ("--prob 0.95: each tail of the wide interval rests on about 0.08 of "
                           "the fit's about 3 effective draws (16 stored: an importance "
                           "resample)") in err, err
+    # and the header, which said "(16 draws)" as of a sampled fit, says what they are worth
+    assert out.startswith("ddtree-bayes predict: fit 20260101T000000Z-pointmss (16 draws: an "
+                          "importance resample worth about 3, "), out
 
 
 @pytest.mark.parametrize("argv", [("optimize",), ("next", "--k", "2")])

@@ -114,7 +114,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     # from, said once; check_fit warns only when FILE changed since)
     made_on = (f", made on {shown(meta['data']['path'])}"
                if average is None and data_flag(meta["data"]["path"]) else "")
-    print(f"{PROG} predict: {which} ({draws.n_draws} draws{made_on}"
+    # (a reweighted fit's draws are a resample: what they are worth, as its warnings count)
+    eff = draws.effective_draws if average is None else None
+    worth = "" if eff is None else f": an importance resample worth about {eff:.0f}"
+    print(f"{PROG} predict: {which} ({draws.n_draws} draws{worth}{made_on}"
           f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {args.seed}")
     print(sc_line)
     streams = "concurrency" in first
