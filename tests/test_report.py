@@ -649,6 +649,15 @@ def test_the_answer_line_of_a_model_says_what_the_fit_measured():
                          "no acceptance was measured, inferred or given in the priors for it, so "
                          "`ddtree-bayes predict` refuses it without --accept (give your "
                          "drafter's).")
+    # and the sections asked at it say so under their tables, not only the answer line
+    from ddtree_bayes.workflows.report.render import section_notes
+
+    notes = section_notes(_small_summary(ar_only, model))
+    said = ("asked at acceptance 14, assumed: no acceptance was measured, inferred or given in "
+            "the priors for this model (`ddtree-bayes predict --accept` asks your drafter's)")
+    assert sorted(k for k, v in notes.items() if said in v) == ["concurrency", "hardware",
+                                                                "next", "variance"]
+    assert not any(said in v for v in section_notes(_small_summary(draws, model)).values())
 
 
 def test_the_reports_priors_are_the_fits_forms_not_the_files():

@@ -278,6 +278,14 @@ def section_notes(summary: dict) -> dict[str, list[str]]:
     out = {"budgets": notes} if notes else {}
     if decisions.get("hardware_warnings"):
         out["hardware"] = list(decisions["hardware_warnings"])
+    fan = summary.get("fan") or {}
+    if fan.get("headline_accept_assumed"):   # (the sections asked at it say so, not only the
+        #                                      answer line: their numbers rest on it alike)
+        assumed = (f"asked at acceptance {accept_shown(float(fan['headline_accept']))}, "
+                   "assumed: no acceptance was measured, inferred or given in the priors for "
+                   "this model (`ddtree-bayes predict --accept` asks your drafter's)")
+        for key in ("concurrency", "variance", "next", "hardware"):
+            out.setdefault(key, []).append(assumed)
     return out
 
 
