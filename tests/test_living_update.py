@@ -1036,16 +1036,8 @@ def test_a_copy_with_blank_records_of_the_headers_width_is_the_fits_own_file(tmp
     refuse the copy in data/measurements.csv (exit 2), though every row the fit reads is as it
     was. A real edit next to them ("133" -> "133.0", " 133" -> "134") still counts."""
     from ddtree_bayes.core.data import fitted_rows_same
-    from ddtree_bayes.engine import inference
-    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
 
-    work = make_point_mass_workdir(tmp_path / "w")
-    default = work / "data" / "measurements.csv"
-    mine = work / "mine.csv"
-    mine.write_bytes(default.read_bytes())
-    write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
-                         work / "data" / "hardware.csv")
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
+    work, default, mine = _fit_made_on_a_copy(tmp_path, monkeypatch)
     text = mine.read_text()
     width = len(text.splitlines()[0].split(","))
     blanks = ("," * (width - 1) + "\n") * 2
