@@ -732,6 +732,11 @@ def new_deployment_group(draws: Fit, sc: Scenario) -> str | None:
     return label if label is not None and group_learned(draws, label) else None
 
 
+#: How :func:`new_deployment_warning`'s line starts (workflows/living/tracking.py tells it
+#: from the other warnings of a tracked query by it).
+NEW_DEPLOYMENT_UNCHANGED = "--new-deployment changes nothing for "
+
+
 def new_deployment_warning(draws: Fit, sc: Scenario, within: str = "") -> str | None:
     """One line when ``--new-deployment`` changes nothing of ``sc``'s answer (None when it
     does, or was not asked): an autoregressive question (no speculative overhead; in the
@@ -744,8 +749,7 @@ def new_deployment_warning(draws: Fit, sc: Scenario, within: str = "") -> str | 
     :func:`~ddtree_bayes.engine.predictive.mixture_new_deployment_warnings`)."""
     if not sc.new_deployment or new_deployment_group(draws, sc) is not None:
         return None
-    lead = (f"--new-deployment changes nothing for {sc.engine} {sc.method} on {sc.pair}"
-            f"{within}: ")
+    lead = f"{NEW_DEPLOYMENT_UNCHANGED}{sc.engine} {sc.method} on {sc.pair}{within}: "
     structured = draws.meta["model"].get("step_form", "fraction") == "structured"
     if sc.method == AR_METHOD:
         # (structured: the answer is anchored to the measured AR rows, the measured

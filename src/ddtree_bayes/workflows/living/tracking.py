@@ -535,14 +535,12 @@ def asked_accept(r: dict) -> str:
     return r["accept"] if r["accept_kind"] in ("given", "uniform") else "default"
 
 
-#: How ``--new-deployment changes nothing ...`` starts (engine/structure.py
-#: ``new_deployment_warning``).
-UNCHANGED_LEAD = "--new-deployment changes nothing for "
-
-
 def unchanged(warning: str) -> bool:
-    """Whether ``warning`` says ``--new-deployment`` changes nothing of an answer."""
-    return warning.startswith(UNCHANGED_LEAD)
+    """Whether ``warning`` says ``--new-deployment`` changes nothing of an answer
+    (engine/structure.py ``new_deployment_warning``)."""
+    from ddtree_bayes.engine.structure import NEW_DEPLOYMENT_UNCHANGED
+
+    return warning.startswith(NEW_DEPLOYMENT_UNCHANGED)
 
 
 def fit_named(warning: str, draws, which: str) -> str:
