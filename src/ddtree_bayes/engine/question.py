@@ -297,10 +297,7 @@ def bundled_accept(fit: Fit, model: str | None) -> DefaultQuestion:
     if key not in fit.memo:
         d = DEFAULT_QUESTION
         try:
-            sc = resolve_scenario(fit, hardware=d.hardware, gpus=d.gpus, engine=d.engines[0],
-                                  method=d.method, block=d.block, budget=d.budget,
-                                  verify_tokens=d.verify_tokens, context_tokens=None,
-                                  model=model)
+            sc = _first_engine_scenario(fit, d, model)
         except QueryError:
             sc = None
         if sc is not None:
@@ -310,6 +307,16 @@ def bundled_accept(fit: Fit, model: str | None) -> DefaultQuestion:
                 d = replace(d, accept_assumed=True)
         fit.memo[key] = d
     return fit.memo[key]
+
+
+def _first_engine_scenario(fit: Fit, d: DefaultQuestion, model: str | None) -> Scenario:
+    """The scenario of default question ``d``'s configuration in its first engine, at the
+    fit's default context, whose acceptance sources (:func:`accept_sources`) say what
+    acceptance ``d``'s one-number answers take (:func:`bundled_accept`,
+    :func:`inferred_accept`); QueryError when the fit cannot resolve it."""
+    return resolve_scenario(fit, hardware=d.hardware, gpus=d.gpus, engine=d.engines[0],
+                            method=d.method, block=d.block, budget=d.budget,
+                            verify_tokens=d.verify_tokens, context_tokens=None, model=model)
 
 
 def inferred_accept(fit: Fit, d: DefaultQuestion, model: str | None) -> DefaultQuestion:
@@ -335,9 +342,7 @@ def inferred_accept(fit: Fit, d: DefaultQuestion, model: str | None) -> DefaultQ
     if not d.derived:
         return d
     try:
-        sc = resolve_scenario(fit, hardware=d.hardware, gpus=d.gpus, engine=d.engines[0],
-                              method=d.method, block=d.block, budget=d.budget,
-                              verify_tokens=d.verify_tokens, context_tokens=None, model=model)
+        sc = _first_engine_scenario(fit, d, model)
         source = accept_sources(fit, sc, None, None)[0]
     except QueryError:   # (no acceptance anywhere: the middle of [1, M] fit_default gave,
         #                   or the bundled question's 14 for a model of AR rows only)
