@@ -565,9 +565,10 @@ def edited_block(draws: Fit, sc: Scenario) -> tuple[str, str] | None:
     when the bound is the drafter's trained block and the card here (built in, overlaid by
     ``data/drafters.csv``: :func:`drafter_cards`) gives that drafter another ``block_size``
     than the card the fit stored; else None. The stored card's block is not read (the one
-    here bounds every question: a fit compares cards without it), so a card edited from 16 to
-    8 after a fit refused the fit's own acceptance of 10 with "tokens per step lie in 1 .. 8",
-    which no flag meets, and without a word of the block-16 card the fit stored."""
+    here bounds every question: predict compares cards without it, ``update`` with it), so a
+    card edited from 16 to 8 after a fit refused the fit's own acceptance of 10 with "tokens
+    per step lie in 1 .. 8", which no flag meets, and without a word of the block-16 card the
+    fit stored."""
     return edited_card_block(draws, sc.model, sc.method,
                              None if sc.drafter is None else sc.drafter.drafter, sc.limit)
 
